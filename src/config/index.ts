@@ -1,0 +1,259 @@
+// Environment (or equal CLI flags) -> validated Config. A wrong value is one line naming the
+// variable, the value and what is allowed.
+import { ConfigError } from '../errors.js';
+import type { FieldRef, FormatSpec, JsonMapping } from '../core/formats/index.js';
+import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
+import { OPTIONS, flagFor, type OptionName } from './options.js';
+
+export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
+export type SinkSpec = { kind: 'stdout' } | { kind: 'file'; path: string };
+export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' };
+
+export interface GeneratorConfig {
+  count: number;
+  metrics: number;
+  hosts: number;
+  intervalMs: number;
+  startMs: number;
+  seed: number;
+  rate: number;
+}
+
+export interface Config {
+  source: SourceSpec;
+  sink: SinkSpec;
+  deadLetter: DeadLetterSpec;
+  format: FormatSpec;
+  groupBy: string[] | null;
+  windowSeconds: number;
+  allowedLatenessSeconds: number;
+  maxSeries: number;
+  maxDimensions: number;
+  maxMessageBytes: number;
+  maxFutureSeconds: number;
+  workerThreads: number;
+  /** Why this thread count: logged at start. */
+  workerThreadsReason: string;
+  batchSize: number;
+  batchMaxBytes: number;
+  poolQueue: number;
+  workerMaxMemoryMb: number;
+  generator: GeneratorConfig;
+  metricsPort: number;
+  metricsHost: string;
+  logLevel: string;
+  progress: 'auto' | 'on' | 'off';
+  shutdownTimeoutSeconds: number;
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+class Reader {
+  constructor(private readonly env: Env) {}
+
+  raw(name: OptionName): string {
+    const v = this.env[name];
+    if (v !== undefined && v !== '') return v.trim();
+    return OPTIONS.find((o) => o.env === name)!.default;
+  }
+
+  int(name: OptionName, min: number, max: number): number {
+    const s = this.raw(name);
+    const n = Number(s);
+    if (!/^-?\d+$/.test(s) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new ConfigError(name, s, `an integer from ${min} to ${max} is allowed`);
+    }
+    return n;
+  }
+
+  num(name: OptionName, min: number, max: number): number {
+    const s = this.raw(name);
+    const n = Number(s);
+    if (s === '' || !Number.isFinite(n) || n < min || n > max) {
+      throw new ConfigError(name, s, `a number from ${min} to ${max} is allowed`);
+    }
+    return n;
+  }
+
+  oneOf<T extends string>(name: OptionName, allowed: readonly T[]): T {
+    const s = this.raw(name);
+    if (!(allowed as readonly string[]).includes(s)) throw new ConfigError(name, s, `one of ${allowed.join(', ')} is allowed`);
+    return s as T;
+  }
+}
+
+function parsePath(name: OptionName, s: string): string[] {
+  const path = s.split('.');
+  if (path.some((p) => p === '')) throw new ConfigError(name, s, 'a dotted path like verb.id (no empty segments) is allowed');
+  return path;
+}
+
+function fieldRef(name: OptionName, s: string, numeric: boolean): FieldRef {
+  if (s.startsWith('=')) {
+    const c = s.slice(1);
+    if (numeric) {
+      const n = Number(c);
+      if (c === '' || !Number.isFinite(n)) throw new ConfigError(name, s, 'a path or =NUMBER (e.g. =1) is allowed');
+      return { constant: n };
+    }
+    if (c === '') throw new ConfigError(name, s, 'a path or =CONSTANT with a non-empty constant is allowed');
+    return { constant: c };
+  }
+  return { path: parsePath(name, s), text: s };
+}
+
+function parseFormat(r: Reader): FormatSpec {
+  const kind = r.oneOf('FORMAT', ['monasca', 'ceilometer', 'json'] as const);
+  if (kind !== 'json') return { kind };
+  const name = r.raw('JSON_NAME');
+  if (name === '') throw new ConfigError('JSON_NAME', name, 'FORMAT=json needs a path of the meter name or =CONSTANT');
+  const ts = r.raw('JSON_TIMESTAMP');
+  const unit = r.raw('JSON_UNIT');
+  const dimsText = r.raw('JSON_DIMENSIONS');
+  const dimensions = dimsText === ''
+    ? []
+    : dimsText.split(',').map((entry) => {
+        const e = entry.trim();
+        const eq = e.indexOf('=');
+        const dimName = eq === -1 ? e : e.slice(0, eq).trim();
+        const path = eq === -1 ? e : e.slice(eq + 1).trim();
+        if (dimName === '') throw new ConfigError('JSON_DIMENSIONS', dimsText, 'a comma list of NAME=PATH or PATH is allowed (empty name found)');
+        return { name: dimName, path: parsePath('JSON_DIMENSIONS', path), text: path };
+      });
+  const mapping: JsonMapping = {
+    name: fieldRef('JSON_NAME', name, false),
+    value: fieldRef('JSON_VALUE', r.raw('JSON_VALUE'), true),
+    timestamp: { path: parsePath('JSON_TIMESTAMP', ts), text: ts },
+    unit: unit === '' ? null : fieldRef('JSON_UNIT', unit, false),
+    dimensions,
+  };
+  return { kind: 'json', mapping };
+}
+
+function parseSource(r: Reader): SourceSpec {
+  const s = r.raw('SOURCE');
+  if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
+  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  throw new ConfigError('SOURCE', s, 'generator, file:PATH, stdin or kafka is allowed');
+}
+
+function parseSink(r: Reader): SinkSpec {
+  const s = r.raw('SINK');
+  if (s === 'stdout') return { kind: 'stdout' };
+  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  throw new ConfigError('SINK', s, 'stdout or file:PATH is allowed');
+}
+
+function parseDeadLetter(r: Reader): DeadLetterSpec {
+  const s = r.raw('DEAD_LETTER');
+  if (s === 'stderr') return { kind: 'stderr' };
+  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  throw new ConfigError('DEAD_LETTER', s, 'file:PATH or stderr is allowed (rejected records are never dropped)');
+}
+
+export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
+  const r = new Reader(env);
+  const threadsText = r.raw('WORKER_THREADS');
+  let workerThreads: number;
+  let workerThreadsReason: string;
+  if (threadsText === 'auto') {
+    workerThreads = defaultThreads(cpus);
+    workerThreadsReason = `auto: ${cpus.usable} usable CPUs (${cpus.source}) - 1 for the main thread`;
+  } else {
+    workerThreads = r.int('WORKER_THREADS', 0, 256);
+    workerThreadsReason = workerThreads === 0 ? 'WORKER_THREADS=0: decode on the main thread (baseline)' : 'WORKER_THREADS set';
+  }
+  const queueText = r.raw('POOL_QUEUE');
+  const poolQueue = queueText === 'auto' ? 2 * Math.max(1, workerThreads) + 1 : r.int('POOL_QUEUE', 1, 10000);
+  const groupByText = r.raw('GROUP_BY');
+  const groupBy = groupByText === '' ? null : groupByText.split(',').map((g) => g.trim());
+  if (groupBy !== null && groupBy.some((g) => g === '')) {
+    throw new ConfigError('GROUP_BY', groupByText, 'a comma list of dimension names (no empty names) is allowed');
+  }
+  const startText = r.raw('GEN_START');
+  const startMs = Date.parse(startText);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(startText) || !Number.isFinite(startMs)) {
+    throw new ConfigError('GEN_START', startText, 'an ISO 8601 timestamp like 2020-02-11T12:42:13Z is allowed');
+  }
+  const config: Config = {
+    source: parseSource(r),
+    sink: parseSink(r),
+    deadLetter: parseDeadLetter(r),
+    format: parseFormat(r),
+    groupBy,
+    windowSeconds: r.int('WINDOW_SECONDS', 1, 86400),
+    allowedLatenessSeconds: r.num('ALLOWED_LATENESS_SECONDS', 0, 86400 * 7),
+    maxSeries: r.int('MAX_SERIES', 1, 100_000_000),
+    maxDimensions: r.int('MAX_DIMENSIONS', 0, 10_000),
+    maxMessageBytes: r.int('MAX_MESSAGE_BYTES', 16, 256 * 1024 * 1024),
+    maxFutureSeconds: r.num('MAX_FUTURE_SECONDS', 0, 86400 * 365 * 100),
+    workerThreads,
+    workerThreadsReason,
+    batchSize: r.int('BATCH_SIZE', 1, 100_000),
+    batchMaxBytes: r.int('BATCH_MAX_BYTES', 1024, 1024 * 1024 * 1024),
+    poolQueue,
+    workerMaxMemoryMb: r.int('WORKER_MAX_MEMORY_MB', 16, 65536),
+    generator: {
+      count: r.int('GEN_COUNT', 0, 1e12),
+      metrics: r.int('GEN_METRICS', 1, 10_000_000),
+      hosts: r.int('GEN_HOSTS', 1, 1_000_000),
+      intervalMs: r.num('GEN_INTERVAL_SECONDS', 0.001, 86400) * 1000,
+      startMs,
+      seed: r.int('GEN_SEED', 0, 2 ** 32 - 1),
+      rate: r.num('GEN_RATE', 0, 1e9),
+    },
+    metricsPort: r.int('METRICS_PORT', 0, 65535),
+    metricsHost: r.raw('METRICS_HOST'),
+    logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    progress: r.oneOf('PROGRESS', ['auto', 'on', 'off'] as const),
+    shutdownTimeoutSeconds: r.num('SHUTDOWN_TIMEOUT_SECONDS', 1, 3600),
+  };
+  if (config.batchMaxBytes < config.maxMessageBytes) {
+    throw new ConfigError('BATCH_MAX_BYTES', String(config.batchMaxBytes), `must be at least MAX_MESSAGE_BYTES (${config.maxMessageBytes})`);
+  }
+  return config;
+}
+
+/**
+ * CLI flags equal to the variables: --worker-threads 2 or --worker-threads=2 is WORKER_THREADS=2.
+ * Flags win over the environment. Returns null for --help.
+ */
+export function argvToEnv(argv: readonly string[], env: Env): Record<string, string | undefined> | 'help' {
+  const out: Record<string, string | undefined> = { ...env };
+  const byFlag = new Map<string, string>(OPTIONS.map((o) => [flagFor(o.env), o.env]));
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--help' || a === '-h') return 'help';
+    const eq = a.indexOf('=');
+    const flag = eq === -1 ? a : a.slice(0, eq);
+    const name = byFlag.get(flag);
+    if (name === undefined) {
+      throw new ConfigError('argv', a, `a known flag is allowed (see --help); e.g. ${flagFor('WORKER_THREADS')} 2`);
+    }
+    let value: string | undefined;
+    if (eq !== -1) value = a.slice(eq + 1);
+    else value = argv[++i];
+    if (value === undefined) throw new ConfigError(name, '', `${flag} needs a value`);
+    out[name] = value;
+  }
+  return out;
+}
+
+export function helpText(): string {
+  const lines = [
+    'streamstats: parallel JSON decode + event-time window statistics, with Prometheus metrics.',
+    '',
+    'Usage: streamstats [--flag value ...]   (every flag has an equal environment variable)',
+    '',
+  ];
+  for (const o of OPTIONS) {
+    const def = o.default === '' ? '' : ` (default ${o.default})`;
+    lines.push(`  ${o.env.padEnd(26)} ${flagFor(o.env).padEnd(28)} ${o.help}${def}`);
+  }
+  return lines.join('\n');
+}
+
+/** The effective config for the start-up log, without secrets. */
+export function redactedConfig(config: Config): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
+}

@@ -1,0 +1,60 @@
+// The one table of options: environment variable, CLI flag (derived), default, help.
+// --help, the README table and the parser all read defaults from here.
+
+export interface OptionDoc {
+  readonly env: string;
+  /** Default as the user would write it; '' = unset. */
+  readonly default: string;
+  readonly help: string;
+  readonly group: 'engine' | 'format' | 'windows' | 'limits' | 'io' | 'generator' | 'kafka' | 'ops';
+  /** Never logged or echoed back (passwords, URLs with credentials). */
+  readonly secret?: boolean;
+}
+
+export const OPTIONS = [
+  { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
+  { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON statistics rows)' },
+  { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr: where rejected records go, with their reason' },
+  { env: 'FORMAT', default: 'monasca', group: 'format', help: 'monasca | ceilometer | json' },
+  { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
+  { env: 'JSON_VALUE', default: '=1', group: 'format', help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
+  { env: 'JSON_TIMESTAMP', default: 'timestamp', group: 'format', help: 'FORMAT=json: path of the event time (ms since epoch or ISO 8601)' },
+  { env: 'JSON_UNIT', default: '', group: 'format', help: 'FORMAT=json: path of the unit, or =CONSTANT; empty = no unit' },
+  { env: 'JSON_DIMENSIONS', default: '', group: 'format', help: 'FORMAT=json: comma list of NAME=PATH or PATH (name = path)' },
+  { env: 'GROUP_BY', default: '', group: 'windows', help: 'comma list of dimension names a series is keyed by; empty = all dimensions' },
+  { env: 'WINDOW_SECONDS', default: '60', group: 'windows', help: 'tumbling event-time window length, aligned to the epoch (1..86400, whole seconds)' },
+  { env: 'ALLOWED_LATENESS_SECONDS', default: '5', group: 'windows', help: 'watermark = max event time seen - this; later records are dead-lettered as late' },
+  { env: 'MAX_SERIES', default: '100000', group: 'limits', help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
+  { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record; more is rejected (too_many_dimensions)' },
+  { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', help: 'larger messages are rejected (too_large)' },
+  { env: 'MAX_FUTURE_SECONDS', default: '86400', group: 'limits', help: 'event times further ahead of the wall clock are rejected (future_timestamp); 0 = off' },
+  { env: 'WORKER_THREADS', default: 'auto', group: 'engine', help: 'decode threads; auto = usable CPUs (cgroup quota aware) - 1, at least 1; 0 = decode on the main thread' },
+  { env: 'BATCH_SIZE', default: '1000', group: 'engine', help: 'messages per batch handed to a worker (1..100000)' },
+  { env: 'BATCH_MAX_BYTES', default: '4194304', group: 'engine', help: 'a batch is cut once it holds this many bytes' },
+  { env: 'POOL_QUEUE', default: 'auto', group: 'engine', help: 'batches in flight (queued + running) before the source is paused; auto = 2 x threads + 1' },
+  { env: 'WORKER_MAX_MEMORY_MB', default: '512', group: 'engine', help: 'old-generation heap limit of each worker; a worker beyond it is replaced' },
+  { env: 'GEN_COUNT', default: '690000', group: 'generator', help: 'points the generator emits (seed 000: 690 calls x 1000 points)' },
+  { env: 'GEN_METRICS', default: '1000', group: 'generator', help: 'distinct metric names (aaa.perf_000..)' },
+  { env: 'GEN_HOSTS', default: '4', group: 'generator', help: 'distinct hostname dimension values (agent_0..)' },
+  { env: 'GEN_INTERVAL_SECONDS', default: '30', group: 'generator', help: 'event-time step between two points of one series' },
+  { env: 'GEN_START', default: '2020-02-11T12:42:13Z', group: 'generator', help: 'event time of the first point (ISO 8601)' },
+  { env: 'GEN_SEED', default: '1', group: 'generator', help: 'PRNG seed; the same seed gives the same workload' },
+  { env: 'GEN_RATE', default: '0', group: 'generator', help: 'points per second (wall clock); 0 = as fast as possible' },
+  { env: 'METRICS_PORT', default: '9464', group: 'ops', help: 'HTTP port of /metrics, /healthz, /readyz; 0 = any free port (logged)' },
+  { env: 'METRICS_HOST', default: '0.0.0.0', group: 'ops', help: 'address the HTTP server binds' },
+  { env: 'LOG_LEVEL', default: 'info', group: 'ops', help: 'fatal | error | warn | info | debug | trace | silent (JSON logs on stderr)' },
+  { env: 'PROGRESS', default: 'auto', group: 'ops', help: 'auto (on when stderr is a TTY) | on | off: progress line with records, rate, ETA' },
+  { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },
+] as const satisfies readonly OptionDoc[];
+
+export type OptionName = (typeof OPTIONS)[number]['env'];
+
+export function flagFor(env: string): string {
+  return `--${env.toLowerCase().replace(/_/g, '-')}`;
+}
+
+export function defaultOf(env: OptionName): string {
+  const o = OPTIONS.find((x) => x.env === env);
+  if (o === undefined) throw new Error(`unknown option ${env}`);
+  return o.default;
+}

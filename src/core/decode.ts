@@ -1,0 +1,225 @@
+// Decode a packed batch and pre-aggregate it into (series, window) partials.
+// Pure and synchronous: runs in a worker, or on the main thread when WORKER_THREADS=0.
+
+import { isUtf8 } from 'node:buffer';
+import { extractorFor, type Extractor } from './formats/index.js';
+import { CELL, type DecodeResult, type DecoderSettings, type Reject } from './messages.js';
+import { RecordError, isPlainObject, show, type SampleRecord } from './record.js';
+import { seriesKey } from './series.js';
+import { windowStart } from './window.js';
+
+export type ParsedMessage = { ok: true; value: unknown } | { ok: false; reason: Reject['reason']; detail: string };
+
+export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: number): ParsedMessage {
+  const len = end - start;
+  if (len === 0) return { ok: false, reason: 'empty_message', detail: 'message: empty value (tombstone or blank line)' };
+  if (len > maxBytes) {
+    return { ok: false, reason: 'too_large', detail: `message: ${len} bytes, more than MAX_MESSAGE_BYTES=${maxBytes}` };
+  }
+  const view = buf.subarray(start, end);
+  if (!isUtf8(view)) return { ok: false, reason: 'invalid_utf8', detail: 'message: not valid UTF-8' };
+  try {
+    return { ok: true, value: JSON.parse(buf.toString('utf8', start, end)) };
+  } catch (err) {
+    // Deep nesting surfaces as a RangeError from the parser: still a malformed message, not a crash.
+    const msg = err instanceof Error ? err.message : String(err);
+    return { ok: false, reason: 'malformed_json', detail: `message: ${msg}` };
+  }
+}
+
+export class Decoder {
+  readonly #settings: DecoderSettings;
+  readonly #extract: Extractor;
+  readonly #rec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
+
+  constructor(settings: DecoderSettings) {
+    this.#settings = settings;
+    this.#extract = extractorFor(settings.format, settings.maxDimensions);
+  }
+
+  get settings(): DecoderSettings {
+    return this.#settings;
+  }
+
+  /**
+   * Extract one record; returns it (the shared, reused object) or throws RecordError.
+   * The returned object is only valid until the next call.
+   */
+  extract(value: unknown, nowMs: number): SampleRecord {
+    if (!isPlainObject(value)) throw new RecordError('not_an_object', `record: expected a JSON object, got ${show(value)}`);
+    const rec = this.#rec;
+    this.#extract(value, rec);
+    const maxFuture = this.#settings.maxFutureMs;
+    if (maxFuture > 0 && rec.tsMs > nowMs + maxFuture) {
+      throw new RecordError(
+        'future_timestamp',
+        `timestamp: ${new Date(rec.tsMs).toISOString()} is more than MAX_FUTURE_SECONDS=${maxFuture / 1000} ahead of now`,
+      );
+    }
+    return rec;
+  }
+
+  key(rec: SampleRecord): string {
+    return seriesKey(rec.name, rec.unit, rec.dims, this.#settings.groupBy);
+  }
+
+  /**
+   * Visit every record of every message. `onRecord` gets accepted records, `onReject` the rest.
+   * elem is -1 for a message that is a single record (or is rejected whole).
+   */
+  forEachRecord(
+    buf: Buffer,
+    offsets: Uint32Array,
+    nowMs: number,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    onReject: (r: Reject) => void,
+  ): number {
+    let records = 0;
+    const n = offsets.length - 1;
+    for (let i = 0; i < n; i++) {
+      const parsed = parseMessage(buf, offsets[i]!, offsets[i + 1]!, this.#settings.maxMessageBytes);
+      if (!parsed.ok) {
+        records++;
+        onReject({ msg: i, elem: -1, reason: parsed.reason, detail: parsed.detail });
+        continue;
+      }
+      const v = parsed.value;
+      if (Array.isArray(v)) {
+        for (let j = 0; j < v.length; j++) {
+          records++;
+          this.#visit(v[j], i, j, nowMs, onRecord, onReject);
+        }
+      } else {
+        records++;
+        this.#visit(v, i, -1, nowMs, onRecord, onReject);
+      }
+    }
+    return records;
+  }
+
+  #visit(
+    v: unknown,
+    msg: number,
+    elem: number,
+    nowMs: number,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    onReject: (r: Reject) => void,
+  ): void {
+    let rec: SampleRecord;
+    try {
+      rec = this.extract(v, nowMs);
+    } catch (err) {
+      if (!(err instanceof RecordError)) throw err;
+      const where = elem >= 0 ? `[${elem}].` : '';
+      const r: Reject = { msg, elem, reason: err.reason, detail: where + err.detail };
+      onReject(elem >= 0 ? { ...r, raw: safeStringify(v) } : r);
+      return;
+    }
+    onRecord(rec, msg, elem, v);
+  }
+
+  /** Decode and pre-aggregate a packed batch. */
+  decodeBatch(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+    const t0 = performance.now();
+    const buf = Buffer.from(buffer);
+    const windowMs = this.#settings.windowMs;
+    const seriesIndex = new Map<string, number>();
+    const series: string[] = [];
+    // Per series: the window of its last cell, and the cell index; a series rarely spans two windows in a batch.
+    const lastWindow: number[] = [];
+    const lastCell: number[] = [];
+    const otherCells = new Map<string, number>();
+    let cells = new Float64Array(CELL.STRIDE * 64);
+    let nCells = 0;
+    let ok = 0;
+    let maxEventMs = -Infinity;
+    const rejects: Reject[] = [];
+
+    const records = this.forEachRecord(
+      buf,
+      offsets,
+      nowMs,
+      (rec) => {
+        const key = this.key(rec);
+        let s = seriesIndex.get(key);
+        if (s === undefined) {
+          s = series.length;
+          series.push(key);
+          seriesIndex.set(key, s);
+          lastWindow.push(NaN);
+          lastCell.push(-1);
+        }
+        const ws = windowStart(rec.tsMs, windowMs);
+        let c: number;
+        if (lastWindow[s] === ws) {
+          c = lastCell[s]!;
+        } else {
+          const k2 = `${s}:${ws}`;
+          const found = lastCell[s] === -1 ? undefined : otherCells.get(k2);
+          if (found !== undefined) {
+            c = found;
+          } else {
+            if ((nCells + 1) * CELL.STRIDE > cells.length) {
+              const grown = new Float64Array(cells.length * 2);
+              grown.set(cells);
+              cells = grown;
+            }
+            c = nCells++;
+            const o = c * CELL.STRIDE;
+            cells[o + CELL.SERIES] = s;
+            cells[o + CELL.WINDOW_START] = ws;
+            cells[o + CELL.COUNT] = 0;
+            cells[o + CELL.MEAN] = 0;
+            cells[o + CELL.M2] = 0;
+            cells[o + CELL.MIN] = Infinity;
+            cells[o + CELL.MAX] = -Infinity;
+            cells[o + CELL.SUM] = 0;
+            cells[o + CELL.TS_MIN] = Infinity;
+            cells[o + CELL.TS_MAX] = -Infinity;
+            otherCells.set(k2, c);
+          }
+          lastWindow[s] = ws;
+          lastCell[s] = c;
+        }
+        // Welford update, inlined on the typed array (this is the hot loop).
+        const o = c * CELL.STRIDE;
+        const x = rec.value;
+        const n = cells[o + CELL.COUNT]! + 1;
+        cells[o + CELL.COUNT] = n;
+        const mean = cells[o + CELL.MEAN]!;
+        const delta = x - mean;
+        const newMean = mean + delta / n;
+        cells[o + CELL.MEAN] = newMean;
+        cells[o + CELL.M2] = cells[o + CELL.M2]! + delta * (x - newMean);
+        if (x < cells[o + CELL.MIN]!) cells[o + CELL.MIN] = x;
+        if (x > cells[o + CELL.MAX]!) cells[o + CELL.MAX] = x;
+        cells[o + CELL.SUM] = cells[o + CELL.SUM]! + x;
+        const ts = rec.tsMs;
+        if (ts < cells[o + CELL.TS_MIN]!) cells[o + CELL.TS_MIN] = ts;
+        if (ts > cells[o + CELL.TS_MAX]!) cells[o + CELL.TS_MAX] = ts;
+        if (ts > maxEventMs) maxEventMs = ts;
+        ok++;
+      },
+      (r) => rejects.push(r),
+    );
+
+    return {
+      kind: 'partials',
+      records,
+      ok,
+      series,
+      cells: cells.slice(0, nCells * CELL.STRIDE),
+      rejects,
+      maxEventMs,
+      decodeSeconds: (performance.now() - t0) / 1000,
+    };
+  }
+}
+
+function safeStringify(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}

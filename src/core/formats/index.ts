@@ -1,0 +1,28 @@
+import type { SampleRecord } from '../record.js';
+import { extractCeilometer } from './ceilometer.js';
+import { extractJson, type JsonMapping } from './json.js';
+import { extractMonasca } from './monasca.js';
+
+export type { FieldRef, JsonMapping } from './json.js';
+
+export type FormatSpec =
+  | { readonly kind: 'monasca' }
+  | { readonly kind: 'ceilometer' }
+  | { readonly kind: 'json'; readonly mapping: JsonMapping };
+
+export const FORMAT_NAMES = ['monasca', 'ceilometer', 'json'] as const;
+
+export type Extractor = (obj: Record<string, unknown>, out: SampleRecord) => void;
+
+export function extractorFor(spec: FormatSpec, maxDims: number): Extractor {
+  switch (spec.kind) {
+    case 'monasca':
+      return (obj, out) => extractMonasca(obj, out, maxDims);
+    case 'ceilometer':
+      return (obj, out) => {
+        extractCeilometer(obj, out);
+      };
+    case 'json':
+      return (obj, out) => extractJson(obj, out, spec.mapping, maxDims);
+  }
+}

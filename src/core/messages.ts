@@ -1,0 +1,91 @@
+// Every message that crosses the main <-> worker boundary lives in this file.
+// Results are compact (one string per series, one Float64Array of cells), never parsed records:
+// a structured clone of parsed objects costs about twice the parse itself.
+
+import type { FormatSpec } from './formats/index.js';
+
+/** Static decode settings, sent once per worker as workerData. */
+export interface DecoderSettings {
+  readonly format: FormatSpec;
+  /** Dimension names to group by; null = all dimensions of the record. */
+  readonly groupBy: readonly string[] | null;
+  readonly windowMs: number;
+  readonly maxMessageBytes: number;
+  readonly maxDimensions: number;
+  /** Records whose event time is further than this ahead of the wall clock are rejected; 0 = no check. */
+  readonly maxFutureMs: number;
+}
+
+/** A batch of raw messages packed into one transferable buffer. */
+export interface DecodeTask {
+  readonly kind: 'decode';
+  /** All message bytes, back to back; moved (transferred) to the worker, never copied. */
+  readonly buffer: ArrayBuffer;
+  /** offsets[i]..offsets[i+1] is message i; length = messages + 1. Transferred too. */
+  readonly offsets: Uint32Array;
+}
+
+/** Cell layout in DecodeResult.cells: one cell = one (series, window) partial. */
+export const CELL = {
+  SERIES: 0,
+  WINDOW_START: 1,
+  COUNT: 2,
+  MEAN: 3,
+  M2: 4,
+  MIN: 5,
+  MAX: 6,
+  SUM: 7,
+  TS_MIN: 8,
+  TS_MAX: 9,
+  STRIDE: 10,
+} as const;
+
+export type RejectReason =
+  | 'malformed_json'
+  | 'invalid_utf8'
+  | 'empty_message'
+  | 'too_large'
+  | 'not_an_object'
+  | 'missing_field'
+  | 'wrong_type'
+  | 'non_finite_value'
+  | 'bad_timestamp'
+  | 'future_timestamp'
+  | 'too_many_dimensions'
+  | 'late'
+  | 'series_limit'
+  | 'poisoned_batch';
+
+export const REJECT_REASONS: readonly RejectReason[] = [
+  'malformed_json', 'invalid_utf8', 'empty_message', 'too_large', 'not_an_object', 'missing_field',
+  'wrong_type', 'non_finite_value', 'bad_timestamp', 'future_timestamp', 'too_many_dimensions',
+  'late', 'series_limit', 'poisoned_batch',
+];
+
+export interface Reject {
+  /** Index of the message in its batch. */
+  readonly msg: number;
+  /** Index of the record inside a JSON-array message; -1 when the whole message is meant. */
+  readonly elem: number;
+  readonly reason: RejectReason;
+  /** What was wrong, where: e.g. "metric.value: expected a finite number, got \"abc\"". */
+  readonly detail: string;
+  /** The rejected array element re-serialised (only for elem >= 0; the main thread keeps whole messages). */
+  readonly raw?: string;
+}
+
+export interface DecodeResult {
+  readonly kind: 'partials';
+  /** Records seen (array elements count one each). */
+  readonly records: number;
+  readonly ok: number;
+  /** Series identities, indexed by CELL.SERIES; see core/series.ts for the encoding. */
+  readonly series: string[];
+  /** CELL.STRIDE numbers per (series, window) partial. */
+  readonly cells: Float64Array;
+  readonly rejects: Reject[];
+  /** Largest event time (ms) among accepted records; -Infinity when none. */
+  readonly maxEventMs: number;
+  /** Time spent parsing + aggregating inside the decoder, in seconds (measured where it ran). */
+  readonly decodeSeconds: number;
+}
