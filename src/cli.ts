@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// Entry: env + flags -> config -> run. A bad option is one line on stderr and exit 2, before anything starts.
+import { argvToEnv, helpText, parseConfig, redactedConfig, type Config } from './config/index.js';
+import { ConfigError } from './errors.js';
+import { createLogger } from './logger.js';
+import { Pipeline, formatSummary } from './pipeline.js';
+
+async function main(): Promise<number> {
+  let config: Config;
+  try {
+    const env = argvToEnv(process.argv.slice(2), process.env);
+    if (env === 'help') {
+      process.stdout.write(`${helpText()}\n`);
+      return 0;
+    }
+    config = parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`streamstats: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  logger.info({ config: redactedConfig(config) }, 'starting');
+  logger.info({ workerThreads: config.workerThreads, reason: config.workerThreadsReason }, 'decode threads');
+  const pipeline = new Pipeline(config, { logger });
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn({ signal: sig }, 'second signal: exiting now');
+      process.exit(130);
+    }
+    logger.info({ signal: sig, timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutting down: stop reading, finish in-flight batches, flush');
+    pipeline.stop();
+    const t = setTimeout(() => {
+      logger.error({ timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutdown took longer than SHUTDOWN_TIMEOUT_SECONDS; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutSeconds * 1000);
+    t.unref();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const summary = await pipeline.run();
+  logger.info({ summary }, 'done');
+  process.stderr.write(`${formatSummary(summary)}\n`);
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const e = err as { code?: string; message?: string };
+    process.stderr.write(`streamstats: ${e.code !== undefined ? `${e.code}: ` : ''}${e.message ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,305 @@
+// The engine: batches in, statistics rows and dead letters out.
+// submit() waits for pool capacity (backpressure), dispatches the batch, and chains its application
+// per partition, so partials reach windows, watermark and positions in the order the source gave them
+// even though workers finish out of order.
+import type { Logger } from 'pino';
+import { messageBytes, messageCount, type Batch } from './core/batch.js';
+import { Decoder } from './core/decode.js';
+import type { DecodeResult, RejectReason } from './core/messages.js';
+import { windowStart } from './core/window.js';
+import type { Metrics } from './metrics/index.js';
+import type { BatchOutcome, DecodePool } from './pool/index.js';
+import type { DeadLetter, DeadLetterEntry } from './sinks/dead-letter.js';
+import type { Sink } from './sinks/index.js';
+import type { SourceBatch } from './sources/types.js';
+import { RowFormatter } from './windows/row.js';
+import { SeriesBudget, WindowStore, type ClosedCell } from './windows/store.js';
+
+export interface EngineOptions {
+  readonly pool: DecodePool;
+  readonly sink: Sink;
+  readonly deadLetter: DeadLetter;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly sourceName: string;
+  readonly windowSeconds: number;
+  readonly allowedLatenessSeconds: number;
+  readonly maxSeries: number;
+  readonly decoder: Decoder;
+  /** For partitioned sources: the identity stamped on rows (topic, partition). */
+  readonly rowIdentity?: (partition: number) => { topic: string; partition: number } | undefined;
+}
+
+export interface EngineTotals {
+  messages: number;
+  records: number;
+  ok: number;
+  rejected: Partial<Record<RejectReason, number>>;
+  rows: number;
+  batches: number;
+  decodeSeconds: number;
+  poisonedBatches: number;
+}
+
+interface PartitionState {
+  readonly store: WindowStore;
+  nextSeq: number;
+  chain: Promise<void>;
+}
+
+export class Engine {
+  readonly #o: EngineOptions;
+  readonly #windowMs: number;
+  readonly #budget: SeriesBudget;
+  readonly #rows: RowFormatter;
+  readonly #partitions = new Map<number, PartitionState>();
+  #fatal: Error | null = null;
+  /** Batches submitted and not yet applied: bounded too, so a slow sink stalls the source, not memory. */
+  #pending = 0;
+  readonly #maxPending: number;
+  #pendingWaiters: Array<() => void> = [];
+  readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0 };
+
+  constructor(opts: EngineOptions) {
+    this.#o = opts;
+    this.#windowMs = opts.windowSeconds * 1000;
+    this.#budget = new SeriesBudget(opts.maxSeries);
+    this.#rows = new RowFormatter(this.#windowMs, opts.maxSeries);
+    this.#maxPending = 2 * opts.pool.stats.maxInFlight;
+  }
+
+  /** Batches submitted and not yet applied. */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  get fatal(): Error | null {
+    return this.#fatal;
+  }
+
+  partition(p: number): WindowStore | undefined {
+    return this.#partitions.get(p)?.store;
+  }
+
+  #state(p: number): PartitionState {
+    let s = this.#partitions.get(p);
+    if (s === undefined) {
+      s = {
+        store: new WindowStore({ windowMs: this.#windowMs, latenessMs: this.#o.allowedLatenessSeconds * 1000, budget: this.#budget }),
+        nextSeq: 0,
+        chain: Promise.resolve(),
+      };
+      this.#partitions.set(p, s);
+    }
+    return s;
+  }
+
+  /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
+  async submit(b: SourceBatch): Promise<void> {
+    if (this.#fatal !== null) throw this.#fatal;
+    const { pool, metrics } = this.#o;
+    if (pool.full || this.#pending >= this.#maxPending) metrics.poolBackpressure.inc();
+    while (this.#pending >= this.#maxPending) await new Promise<void>((r) => this.#pendingWaiters.push(r));
+    if (this.#fatal !== null) throw this.#fatal;
+    this.#pending++;
+    try {
+      await pool.acquire();
+    } catch (err) {
+      this.#release();
+      throw err;
+    }
+    const state = this.#state(b.partition);
+    const batch: Batch = { ...b, seq: state.nextSeq++ };
+    const n = messageCount(batch);
+    metrics.messages.inc(n);
+    metrics.batchMessages.observe(n);
+    metrics.batchBytes.observe(batch.data.length);
+    this.totals.messages += n;
+    this.totals.batches++;
+    const nowMs = Date.now();
+    const outcome = pool.run(batch, nowMs);
+    state.chain = state.chain.then(async () => {
+      try {
+        if (this.#fatal === null) await this.#apply(state, batch, await outcome, nowMs);
+      } catch (err) {
+        this.#fatal ??= err instanceof Error ? err : new Error(String(err));
+        this.#o.logger.error({ err: this.#fatal }, 'engine stopped: output failed');
+      } finally {
+        this.#release();
+      }
+    });
+  }
+
+  #release(): void {
+    this.#pending--;
+    const w = this.#pendingWaiters;
+    this.#pendingWaiters = [];
+    for (const wake of w) wake();
+  }
+
+  /** Resolves when every submitted batch has been applied. */
+  async drain(): Promise<void> {
+    let before: Array<Promise<void>>;
+    do {
+      before = [...this.#partitions.values()].map((s) => s.chain);
+      await Promise.all(before);
+    } while ([...this.#partitions.values()].some((s, i) => s.chain !== before[i]));
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  /** End of a finite input (or shutdown of one): close every window and emit it. */
+  async closeAll(): Promise<void> {
+    await this.drain();
+    for (const [p, s] of this.#partitions) await this.#emit(p, s.store.takeAll());
+    this.#updateGauges();
+  }
+
+  /** Let idle partitions' watermarks follow the wall clock. */
+  async advanceIdle(wallMs: number): Promise<void> {
+    for (const [p, s] of this.#partitions) {
+      s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
+      await this.#emit(p, s.store.takeClosed());
+    }
+  }
+
+  async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
+    const { metrics } = this.#o;
+    if (outcome.kind === 'poisoned') {
+      const n = messageCount(batch);
+      metrics.poisonedBatches.inc();
+      this.totals.poisonedBatches++;
+      const entries: DeadLetterEntry[] = [];
+      for (let i = 0; i < n; i++) entries.push(this.#entry(batch, i, -1, 'poisoned_batch', outcome.reason));
+      this.#count('poisoned_batch', n);
+      this.totals.records += n;
+      await this.#o.deadLetter.write(entries);
+      return;
+    }
+    const r = outcome.result;
+    metrics.decodeSeconds.observe(r.decodeSeconds);
+    metrics.taskRunSeconds.observe(outcome.runSeconds);
+    metrics.taskWaitSeconds.observe(outcome.waitSeconds);
+    this.totals.decodeSeconds += r.decodeSeconds;
+    this.totals.records += r.records;
+    if (r.rejects.length > 0) {
+      const entries = r.rejects.map((x) => this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
+      for (const x of r.rejects) this.#count(x.reason, 1);
+      await this.#o.deadLetter.write(entries);
+    }
+    const store = state.store;
+    const watermarkBefore = store.watermark;
+    const applied = store.apply(r);
+    this.totals.ok += applied.accepted;
+    metrics.records.inc({ result: 'ok' }, applied.accepted);
+    if (applied.late.length > 0 || applied.overLimit.length > 0) {
+      await this.#deadLetterCells(batch, r, applied.late, applied.overLimit, watermarkBefore, nowMs);
+    }
+    metrics.watermark.set({ partition: String(batch.partition) }, Number.isFinite(store.watermark) ? store.watermark / 1000 : 0);
+    await this.#emit(batch.partition, store.takeClosed());
+    this.#updateGauges();
+  }
+
+  /**
+   * Late and over-limit records are rare: rather than ship a record index for every record back from
+   * the worker, the main thread re-reads just this batch to find them.
+   */
+  async #deadLetterCells(
+    batch: Batch,
+    r: DecodeResult,
+    late: ReadonlyArray<{ key: string; windowStart: number; count: number }>,
+    overLimit: ReadonlyArray<{ key: string; windowStart: number; count: number }>,
+    watermark: number,
+    nowMs: number,
+  ): Promise<void> {
+    const reasons = new Map<string, RejectReason>();
+    for (const c of late) reasons.set(`${c.windowStart}|${c.key}`, 'late');
+    for (const c of overLimit) reasons.set(`${c.windowStart}|${c.key}`, 'series_limit');
+    const entries: DeadLetterEntry[] = [];
+    const decoder = this.#o.decoder;
+    const wm = Number.isFinite(watermark) ? new Date(watermark).toISOString() : 'none';
+    decoder.forEachRecord(
+      batch.data,
+      batch.offsets,
+      nowMs,
+      (rec, msg, elem, raw) => {
+        const ws = windowStart(rec.tsMs, this.#windowMs);
+        const reason = reasons.get(`${ws}|${decoder.key(rec)}`);
+        if (reason === undefined) return;
+        const detail = reason === 'late'
+          ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#o.allowedLatenessSeconds})`
+          : `series limit reached: MAX_SERIES=${this.#o.maxSeries} open series`;
+        entries.push(this.#entry(batch, msg, elem, reason, detail, elem >= 0 ? JSON.stringify(raw) : undefined));
+      },
+      () => {},
+    );
+    let expected = 0;
+    for (const c of late) expected += c.count;
+    for (const c of overLimit) expected += c.count;
+    if (entries.length !== expected) {
+      // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
+      this.#o.logger.error({ expected, found: entries.length }, 're-decode of late/over-limit records disagrees with the worker');
+    }
+    for (const e of entries) this.#count(e.reason, 1);
+    await this.#o.deadLetter.write(entries);
+  }
+
+  #count(reason: RejectReason, n: number): void {
+    this.#o.metrics.records.inc({ result: reason }, n);
+    this.totals.rejected[reason] = (this.totals.rejected[reason] ?? 0) + n;
+  }
+
+  #entry(batch: Batch, msg: number, elem: number, reason: RejectReason, detail: string, raw?: string): DeadLetterEntry {
+    let value: string;
+    let encoding: 'utf8' | 'base64' = 'utf8';
+    if (raw !== undefined) {
+      value = raw;
+    } else {
+      const bytes = messageBytes(batch, msg);
+      if (reason === 'invalid_utf8') {
+        value = bytes.toString('base64');
+        encoding = 'base64';
+      } else {
+        value = bytes.toString('utf8');
+      }
+    }
+    const e: DeadLetterEntry = {
+      time: new Date().toISOString(),
+      reason,
+      detail,
+      source: this.#o.sourceName,
+      partition: batch.partition,
+      batch_seq: batch.seq,
+      message_index: msg,
+      element: elem,
+      value,
+      value_encoding: encoding,
+    };
+    const pos = batch.positions?.[msg];
+    if (pos !== undefined) e.offset = pos;
+    const key = batch.keys?.[msg];
+    if (key !== undefined && key !== null) e.key = key.toString('base64');
+    return e;
+  }
+
+  async #emit(partition: number, cells: readonly ClosedCell[]): Promise<void> {
+    if (cells.length === 0) return;
+    const ident = this.#o.rowIdentity?.(partition);
+    const batch = this.#rows.format(cells, ident);
+    const end = this.#o.metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
+    await this.#o.sink.write(batch);
+    end();
+    this.#o.metrics.windowsEmitted.inc(cells.length);
+    this.totals.rows += cells.length;
+  }
+
+  #updateGauges(): void {
+    let series = 0;
+    let windows = 0;
+    for (const s of this.#partitions.values()) {
+      series += s.store.openSeries;
+      windows += s.store.openWindows;
+    }
+    this.#o.metrics.openSeries.set(series);
+    this.#o.metrics.openWindows.set(windows);
+  }
+}

@@ -1,0 +1,219 @@
+// Wires source -> pool -> windows -> sink, and the ordered shutdown:
+// stop intake, finish in-flight batches, close windows and flush, close outputs, pool, HTTP.
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import type { Config } from './config/index.js';
+import { Decoder } from './core/decode.js';
+import type { DecoderSettings } from './core/messages.js';
+import { Engine, type EngineTotals } from './engine.js';
+import { HttpServer } from './http/server.js';
+import { createMetrics } from './metrics/index.js';
+import { DecodePool } from './pool/index.js';
+import { createDeadLetter } from './sinks/dead-letter.js';
+import { createSink } from './sinks/index.js';
+import { StreamSource } from './sources/file.js';
+import { GeneratorSource } from './sources/generator.js';
+import type { PullSource } from './sources/types.js';
+import { StreamstatsError } from './errors.js';
+
+export interface Summary extends EngineTotals {
+  source: string;
+  threads: number;
+  elapsedSeconds: number;
+  recordsPerSecond: number;
+  peakRssBytes: number;
+  deadLetter: string;
+  sink: string;
+  stopped: boolean;
+}
+
+export function decoderSettings(config: Config): DecoderSettings {
+  return {
+    format: config.format,
+    groupBy: config.groupBy,
+    windowMs: config.windowSeconds * 1000,
+    maxMessageBytes: config.maxMessageBytes,
+    maxDimensions: config.maxDimensions,
+    maxFutureMs: config.maxFutureSeconds * 1000,
+  };
+}
+
+export function createPullSource(config: Config): PullSource {
+  const opts = { batchSize: config.batchSize, batchMaxBytes: config.batchMaxBytes, maxMessageBytes: config.maxMessageBytes };
+  switch (config.source.kind) {
+    case 'generator':
+      return new GeneratorSource(config.generator, config.batchSize, config.batchMaxBytes);
+    case 'file':
+      return StreamSource.file(config.source.path, opts);
+    case 'stdin':
+      return StreamSource.stdin(opts);
+    case 'kafka':
+      throw new StreamstatsError('STREAMSTATS_SOURCE', 'SOURCE=kafka is not a pull source');
+  }
+}
+
+export interface PipelineDeps {
+  readonly logger: Logger;
+  readonly registry?: Registry;
+  /** Worker entry override (tests use misbehaving fixtures). */
+  readonly workerFile?: string;
+  readonly onListening?: (port: number) => void;
+}
+
+/** A running pipeline; stop() is idempotent and resolves when shutdown is done. */
+export class Pipeline {
+  readonly #config: Config;
+  readonly #deps: PipelineDeps;
+  #source: PullSource | null = null;
+  #ready = false;
+  #stopped = false;
+  #progressTimer: NodeJS.Timeout | null = null;
+
+  constructor(config: Config, deps: PipelineDeps) {
+    this.#config = config;
+    this.#deps = deps;
+  }
+
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /** Stop intake; run() then finishes in-flight batches, flushes and returns. */
+  stop(): void {
+    this.#stopped = true;
+    this.#source?.stop();
+  }
+
+  async run(): Promise<Summary> {
+    const config = this.#config;
+    const { logger } = this.#deps;
+    const registry = this.#deps.registry ?? new Registry();
+    const metrics = createMetrics(registry);
+    const settings = decoderSettings(config);
+    const source = createPullSource(config);
+    this.#source = source;
+    if (this.#stopped) source.stop();
+    const pool = new DecodePool({
+      threads: config.workerThreads,
+      maxInFlight: config.poolQueue,
+      settings,
+      workerMaxMemoryMb: config.workerMaxMemoryMb,
+      ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
+      onFailure: (err, willRetry) => {
+        metrics.workerFailures.inc({ retried: String(willRetry) });
+        logger.warn({ err: err.message, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
+      },
+    });
+    metrics.poolThreads.set(config.workerThreads);
+    const sink = createSink(config.sink);
+    const deadLetter = createDeadLetter(config.deadLetter);
+    const engine = new Engine({
+      pool,
+      sink,
+      deadLetter,
+      metrics,
+      logger,
+      sourceName: source.describe,
+      windowSeconds: config.windowSeconds,
+      allowedLatenessSeconds: config.allowedLatenessSeconds,
+      maxSeries: config.maxSeries,
+      decoder: new Decoder(settings),
+    });
+    const http = new HttpServer({
+      host: config.metricsHost,
+      port: config.metricsPort,
+      registry,
+      ready: () => this.#ready,
+      beforeScrape: () => {
+        const s = pool.stats;
+        metrics.poolInFlight.set(s.inFlight);
+        metrics.poolQueue.set(s.queued);
+        metrics.poolUtilization.set(s.utilization);
+      },
+    });
+    const started = performance.now();
+    let peakRss = process.memoryUsage.rss();
+    const rssTimer = setInterval(() => {
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    }, 250);
+    rssTimer.unref();
+    try {
+      const port = await http.listen();
+      logger.info({ port, host: config.metricsHost }, 'metrics on /metrics, health on /healthz and /readyz');
+      this.#deps.onListening?.(port);
+      this.#startProgress(source, engine, started);
+      this.#ready = true;
+      for await (const batch of source.batches()) {
+        await engine.submit(batch);
+        if (this.#stopped) break;
+      }
+      this.#ready = false;
+      // End of input, or stop(): every in-flight batch is applied, then every window closes.
+      await engine.closeAll();
+    } finally {
+      this.#ready = false;
+      clearInterval(rssTimer);
+      this.#stopProgress();
+      // Ordered, each step bounded: outputs first (they hold the results), then workers, then HTTP.
+      await engine.drain().catch(() => {});
+      await Promise.allSettled([sink.close(), deadLetter.close()]);
+      await pool.close(config.shutdownTimeoutSeconds * 1000);
+      await http.close();
+    }
+    const elapsedSeconds = (performance.now() - started) / 1000;
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    return {
+      ...engine.totals,
+      source: source.describe,
+      threads: config.workerThreads,
+      elapsedSeconds,
+      recordsPerSecond: engine.totals.records / Math.max(elapsedSeconds, 1e-9),
+      peakRssBytes: peakRss,
+      deadLetter: deadLetter.describe,
+      sink: sink.describe,
+      stopped: this.#stopped,
+    };
+  }
+
+  #startProgress(source: PullSource, engine: Engine, started: number): void {
+    const mode = this.#config.progress;
+    if (mode === 'off' || (mode === 'auto' && !process.stderr.isTTY)) return;
+    this.#progressTimer = setInterval(() => {
+      const p = source.progress();
+      const secs = (performance.now() - started) / 1000;
+      const rate = engine.totals.records / Math.max(secs, 1e-9);
+      let eta = '';
+      if (p.total !== null && p.total > 0 && p.done > 0) {
+        const frac = Math.min(1, p.done / p.total);
+        eta = ` | ${(frac * 100).toFixed(0)}% | ETA ${Math.max(0, (secs / frac) - secs).toFixed(0)}s`;
+      }
+      process.stderr.write(`\rrecords ${engine.totals.records.toLocaleString('en-US')} | ${Math.round(rate).toLocaleString('en-US')} records/s${eta}   `);
+    }, 1000);
+    this.#progressTimer.unref();
+  }
+
+  #stopProgress(): void {
+    if (this.#progressTimer === null) return;
+    clearInterval(this.#progressTimer);
+    this.#progressTimer = null;
+    process.stderr.write('\n');
+  }
+}
+
+export function formatSummary(s: Summary): string {
+  const n = (x: number) => Math.round(x).toLocaleString('en-US');
+  const rejected = Object.values(s.rejected).reduce((a, b) => a + (b ?? 0), 0);
+  const reasons = Object.entries(s.rejected).map(([k, v]) => `${k} ${n(v ?? 0)}`).join(', ');
+  const threads = s.threads === 0 ? 'in-thread (WORKER_THREADS=0)' : `${s.threads} worker thread${s.threads === 1 ? '' : 's'}`;
+  return [
+    `streamstats summary${s.stopped ? ' (stopped by signal)' : ''}`,
+    `  source       ${s.source}: ${n(s.messages)} messages in ${n(s.batches)} batches`,
+    `  records      ${n(s.records)}: ok ${n(s.ok)}, rejected ${n(rejected)}${reasons === '' ? '' : ` (${reasons})`}`,
+    `  windows      ${n(s.rows)} statistics rows -> ${s.sink}`,
+    `  dead letters ${n(rejected)} -> ${s.deadLetter}`,
+    `  elapsed      ${s.elapsedSeconds.toFixed(2)} s`,
+    `  throughput   ${n(s.recordsPerSecond)} records/s with ${threads}`,
+    `  decode       ${s.decodeSeconds.toFixed(2)} s in all, ${s.batches > 0 ? ((s.decodeSeconds / s.batches) * 1000).toFixed(2) : '0'} ms per batch`,
+    `  peak RSS     ${(s.peakRssBytes / 1048576).toFixed(0)} MiB`,
+  ].join('\n');
+}

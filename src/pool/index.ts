@@ -1,0 +1,161 @@
+// The decode pool: packs a batch into one transferable buffer, dispatches it to a piscina worker
+// (or decodes in-thread when threads = 0), retries a failed batch once, then reports it poisoned.
+// In-flight batches are bounded: acquire() waits, which is the backpressure the source feels.
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { Decoder } from '../core/decode.js';
+import type { Batch } from '../core/batch.js';
+import type { DecodeResult, DecodeTask, DecoderSettings } from '../core/messages.js';
+import { StreamstatsError } from '../errors.js';
+
+export interface PoolOptions {
+  readonly threads: number;
+  /** Batches in flight (queued + running) at most. */
+  readonly maxInFlight: number;
+  readonly settings: DecoderSettings;
+  readonly workerMaxMemoryMb: number;
+  /** Worker entry; the default is the compiled workers/decode.js. */
+  readonly workerFile?: string;
+  /** Called after each attempt that failed, with whether it will be retried. */
+  readonly onFailure?: (err: Error, willRetry: boolean) => void;
+}
+
+export const POOL_DEFAULTS = {
+  workerFile: fileURLToPath(new URL('../../workers/decode.js', import.meta.url)),
+} as const;
+
+export type BatchOutcome =
+  | { readonly kind: 'ok'; readonly result: DecodeResult; readonly waitSeconds: number; readonly runSeconds: number }
+  | { readonly kind: 'poisoned'; readonly reason: string };
+
+export interface PoolStats {
+  readonly threads: number;
+  readonly inFlight: number;
+  readonly maxInFlight: number;
+  readonly queued: number;
+  /** 0..1, share of worker time spent running tasks (piscina's own measure); 0 in-thread. */
+  readonly utilization: number;
+}
+
+export function pack(batch: Pick<Batch, 'data' | 'offsets'>): DecodeTask {
+  // One copy into a fresh ArrayBuffer that can be moved to the worker; the batch's own bytes stay
+  // here so a crashed worker loses nothing.
+  const buffer = new ArrayBuffer(batch.data.length);
+  new Uint8Array(buffer).set(batch.data);
+  return { kind: 'decode', buffer, offsets: batch.offsets.slice() };
+}
+
+export class DecodePool {
+  readonly #opts: PoolOptions;
+  readonly #piscina: Piscina | null;
+  readonly #inline: Decoder | null;
+  #inFlight = 0;
+  #waiters: Array<() => void> = [];
+  #closed = false;
+  #closing: Promise<void> | null = null;
+
+  constructor(opts: PoolOptions) {
+    if (!Number.isInteger(opts.threads) || opts.threads < 0) {
+      throw new RangeError(`threads (${opts.threads}) must be an integer >= 0`);
+    }
+    if (!Number.isInteger(opts.maxInFlight) || opts.maxInFlight < 1) {
+      throw new RangeError(`maxInFlight (${opts.maxInFlight}) must be an integer >= 1`);
+    }
+    this.#opts = opts;
+    if (opts.threads === 0) {
+      this.#piscina = null;
+      this.#inline = new Decoder(opts.settings);
+    } else {
+      this.#inline = null;
+      this.#piscina = new Piscina({
+        filename: opts.workerFile ?? POOL_DEFAULTS.workerFile,
+        minThreads: opts.threads,
+        maxThreads: opts.threads,
+        // Our own in-flight gate is the real bound; piscina's queue only ever holds what passed it.
+        maxQueue: opts.maxInFlight,
+        concurrentTasksPerWorker: 1,
+        idleTimeout: Infinity,
+        workerData: opts.settings,
+        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb },
+      });
+      // A worker that dies makes piscina emit 'error' for tasks it cannot attribute; the task's own
+      // promise rejects too, and that is where we retry. Without a listener, 'error' would crash us.
+      this.#piscina.on('error', () => {});
+    }
+  }
+
+  get stats(): PoolStats {
+    const p = this.#piscina;
+    return {
+      threads: this.#opts.threads,
+      inFlight: this.#inFlight,
+      maxInFlight: this.#opts.maxInFlight,
+      queued: p === null ? 0 : p.queueSize,
+      utilization: p === null ? 0 : p.utilization,
+    };
+  }
+
+  /** True when a submit would have to wait. */
+  get full(): boolean {
+    return this.#inFlight >= this.#opts.maxInFlight;
+  }
+
+  /** Resolves once a batch may be submitted (bounded in-flight). */
+  async acquire(): Promise<void> {
+    while (this.#inFlight >= this.#opts.maxInFlight) {
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    if (this.#closed) throw new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
+    this.#inFlight++;
+  }
+
+  /** Resolves when nothing is in flight. */
+  async idle(): Promise<void> {
+    while (this.#inFlight > 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Decode one batch; the caller must have called acquire(). Never rejects: failures become 'poisoned'. */
+  async run(batch: Batch, nowMs = Date.now()): Promise<BatchOutcome> {
+    try {
+      let lastErr: Error | undefined;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const queuedAt = performance.now();
+        try {
+          if (this.#inline !== null) {
+            const t = performance.now();
+            const result = this.#inline.decodeBatch(pack(batch).buffer, batch.offsets, nowMs);
+            return { kind: 'ok', result, waitSeconds: 0, runSeconds: (performance.now() - t) / 1000 };
+          }
+          const task = pack(batch);
+          const result = (await this.#piscina!.run(task, { transferList: [task.buffer, task.offsets.buffer as ArrayBuffer] })) as DecodeResult;
+          const total = (performance.now() - queuedAt) / 1000;
+          return { kind: 'ok', result, waitSeconds: Math.max(0, total - result.decodeSeconds), runSeconds: result.decodeSeconds };
+        } catch (err) {
+          lastErr = err instanceof Error ? err : new Error(String(err));
+          this.#opts.onFailure?.(lastErr, attempt === 0);
+        }
+      }
+      return { kind: 'poisoned', reason: `worker failed twice on this batch: ${lastErr?.message ?? 'unknown error'}` };
+    } finally {
+      this.#inFlight--;
+      const w = this.#waiters;
+      this.#waiters = [];
+      for (const wake of w) wake();
+    }
+  }
+
+  /** Idempotent; waits for in-flight work up to timeoutMs, then terminates the workers. */
+  close(timeoutMs = 30_000): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.idle(), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+      if (this.#piscina !== null) await this.#piscina.destroy();
+      const w = this.#waiters;
+      this.#waiters = [];
+      for (const wake of w) wake();
+    })();
+    return this.#closing;
+  }
+}

@@ -1,0 +1,127 @@
+// A closed window as a statistics row, with the field names of the OpenStack Ceilometer v2
+// Statistics result (plus name and stddev, and the identity a sink can upsert by).
+import { stddev, type Moments } from '../core/stats.js';
+import { groupbyObject, parseSeriesKey } from '../core/series.js';
+
+export interface StatsRow {
+  name: string;
+  unit: string | null;
+  groupby: Record<string, string | null>;
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  avg: number;
+  stddev: number;
+  duration_start: string;
+  duration_end: string;
+  duration: number;
+  period: number;
+  period_start: string;
+  period_end: string;
+  /** Identity for upserts when the source is partitioned (Kafka). */
+  topic?: string;
+  partition?: number;
+}
+
+/** Rows of one emission, plus their NDJSON text built without re-serialising each row's identity. */
+export interface RowBatch {
+  readonly rows: readonly StatsRow[];
+  ndjson(): string;
+}
+
+interface SeriesOut {
+  readonly name: string;
+  readonly unit: string | null;
+  readonly groupby: Record<string, string | null>;
+  /** `{"name":…,"unit":…,"groupby":{…},` : serialised once per series, not once per row. */
+  readonly jsonPrefix: string;
+}
+
+/**
+ * Builds rows. Emitting is the main thread's biggest cost after merging (one row per series per
+ * window), so the per-series parts are parsed and serialised once and cached, bounded by maxEntries.
+ */
+export class RowFormatter {
+  readonly #series = new Map<string, SeriesOut>();
+  readonly #iso = new Map<number, string>();
+
+  constructor(
+    private readonly windowMs: number,
+    private readonly maxEntries: number,
+  ) {}
+
+  format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments }>, where?: { topic: string; partition: number }): RowBatch {
+    const rows: StatsRow[] = new Array(cells.length);
+    const prefixes: string[] = new Array(cells.length);
+    for (let i = 0; i < cells.length; i++) {
+      const c = cells[i]!;
+      const s = this.#seriesOut(c.key);
+      const m = c.moments;
+      const row: StatsRow = {
+        name: s.name,
+        unit: s.unit,
+        groupby: s.groupby,
+        count: m.count,
+        sum: m.sum,
+        min: m.min,
+        max: m.max,
+        avg: m.mean,
+        stddev: stddev(m),
+        duration_start: new Date(m.tsMin).toISOString(),
+        duration_end: new Date(m.tsMax).toISOString(),
+        duration: (m.tsMax - m.tsMin) / 1000,
+        period: this.windowMs / 1000,
+        period_start: this.#isoOf(c.windowStart),
+        period_end: this.#isoOf(c.windowStart + this.windowMs),
+      };
+      if (where !== undefined) {
+        row.topic = where.topic;
+        row.partition = where.partition;
+      }
+      rows[i] = row;
+      prefixes[i] = s.jsonPrefix;
+    }
+    return {
+      rows,
+      ndjson: () => {
+        let out = '';
+        for (let i = 0; i < rows.length; i++) out += `${prefixes[i]!}${rowTail(rows[i]!)}\n`;
+        return out;
+      },
+    };
+  }
+
+  #seriesOut(key: string): SeriesOut {
+    let s = this.#series.get(key);
+    if (s === undefined) {
+      if (this.#series.size >= this.maxEntries) this.#series.clear();
+      const id = parseSeriesKey(key);
+      const groupby = groupbyObject(id);
+      const head = JSON.stringify({ name: id.name, unit: id.unit, groupby });
+      s = { name: id.name, unit: id.unit, groupby, jsonPrefix: `${head.slice(0, -1)},` };
+      this.#series.set(key, s);
+    }
+    return s;
+  }
+
+  #isoOf(ms: number): string {
+    let s = this.#iso.get(ms);
+    if (s === undefined) {
+      if (this.#iso.size > 10_000) this.#iso.clear();
+      s = new Date(ms).toISOString();
+      this.#iso.set(ms, s);
+    }
+    return s;
+  }
+}
+
+/** The row after its identity, serialised exactly as JSON.stringify would (same keys, same order). */
+function rowTail(r: StatsRow): string {
+  let s =
+    `"count":${r.count},"sum":${r.sum},"min":${r.min},"max":${r.max},"avg":${r.avg},"stddev":${r.stddev},` +
+    `"duration_start":"${r.duration_start}","duration_end":"${r.duration_end}","duration":${r.duration},` +
+    `"period":${r.period},"period_start":"${r.period_start}","period_end":"${r.period_end}"`;
+  if (r.topic !== undefined) s += `,"topic":${JSON.stringify(r.topic)},"partition":${r.partition}`;
+  return `${s}}`;
+}

@@ -1,0 +1,159 @@
+// Per-partition window state: merges batch partials into open (series, window) cells, advances the
+// watermark, and closes windows whose end the watermark has passed.
+// Windows are stored window-first: all series share the epoch-aligned window starts, so closing is a
+// walk over a handful of starts, not over every series.
+import { CELL, type DecodeResult } from '../core/messages.js';
+import { emptyMoments, mergeMoments, type Moments } from '../core/stats.js';
+import { isClosed } from '../core/window.js';
+
+/** Open-series accounting shared by all partitions, so MAX_SERIES bounds the whole process. */
+export class SeriesBudget {
+  open = 0;
+  constructor(readonly max: number) {}
+}
+
+export interface ClosedCell {
+  readonly key: string;
+  readonly windowStart: number;
+  readonly moments: Moments;
+}
+
+export interface ApplyOutcome {
+  /** (series key, window start) cells whose window was already closed: their records are late. */
+  readonly late: Array<{ key: string; windowStart: number; count: number }>;
+  /** Cells of new series refused because the budget was full. */
+  readonly overLimit: Array<{ key: string; windowStart: number; count: number }>;
+  readonly accepted: number;
+}
+
+export class WindowStore {
+  readonly #windowMs: number;
+  readonly #latenessMs: number;
+  readonly #budget: SeriesBudget;
+  /** window start -> series key -> moments */
+  readonly #windows = new Map<number, Map<string, Moments>>();
+  /** series key -> number of open windows holding it */
+  readonly #seriesRefs = new Map<string, number>();
+  #maxEventMs = -Infinity;
+  #watermark = -Infinity;
+
+  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget }) {
+    this.#windowMs = opts.windowMs;
+    this.#latenessMs = opts.latenessMs;
+    this.#budget = opts.budget;
+  }
+
+  get watermark(): number {
+    return this.#watermark;
+  }
+
+  get maxEventMs(): number {
+    return this.#maxEventMs;
+  }
+
+  get openSeries(): number {
+    return this.#seriesRefs.size;
+  }
+
+  get openWindows(): number {
+    return this.#windows.size;
+  }
+
+  /**
+   * Merge one batch's partials. Lateness is judged against the watermark as it stood before this
+   * batch (the watermark moves per batch, like a micro-batch engine's), so results do not depend on
+   * which worker finished first.
+   */
+  apply(result: DecodeResult): ApplyOutcome {
+    const late: ApplyOutcome['late'] = [];
+    const overLimit: ApplyOutcome['overLimit'] = [];
+    let accepted = 0;
+    const cells = result.cells;
+    for (let o = 0; o < cells.length; o += CELL.STRIDE) {
+      const key = result.series[cells[o + CELL.SERIES]!]!;
+      const ws = cells[o + CELL.WINDOW_START]!;
+      const count = cells[o + CELL.COUNT]!;
+      if (isClosed(ws, this.#windowMs, this.#watermark)) {
+        late.push({ key, windowStart: ws, count });
+        continue;
+      }
+      let win = this.#windows.get(ws);
+      let m = win?.get(key);
+      if (m === undefined) {
+        const refs = this.#seriesRefs.get(key);
+        if (refs === undefined) {
+          if (this.#budget.open >= this.#budget.max) {
+            overLimit.push({ key, windowStart: ws, count });
+            continue;
+          }
+          this.#budget.open++;
+        }
+        this.#seriesRefs.set(key, (refs ?? 0) + 1);
+        if (win === undefined) {
+          win = new Map();
+          this.#windows.set(ws, win);
+        }
+        m = emptyMoments();
+        win.set(key, m);
+      }
+      mergeMoments(m, {
+        count,
+        mean: cells[o + CELL.MEAN]!,
+        m2: cells[o + CELL.M2]!,
+        min: cells[o + CELL.MIN]!,
+        max: cells[o + CELL.MAX]!,
+        sum: cells[o + CELL.SUM]!,
+        tsMin: cells[o + CELL.TS_MIN]!,
+        tsMax: cells[o + CELL.TS_MAX]!,
+      });
+      accepted += count;
+    }
+    if (result.maxEventMs > this.#maxEventMs) {
+      this.#maxEventMs = result.maxEventMs;
+      this.#watermark = Math.max(this.#watermark, this.#maxEventMs - this.#latenessMs);
+    }
+    return { late, overLimit, accepted };
+  }
+
+  /** Moves the watermark forward (idle partitions follow the wall clock); never backward. */
+  advanceWatermark(ms: number): void {
+    if (ms > this.#watermark) this.#watermark = ms;
+  }
+
+  /** Removes and returns every window the watermark has closed, oldest first. */
+  takeClosed(): ClosedCell[] {
+    return this.#take((ws) => isClosed(ws, this.#windowMs, this.#watermark));
+  }
+
+  /** End of a finite input: every window closes. */
+  takeAll(): ClosedCell[] {
+    return this.#take(() => true);
+  }
+
+  /** Oldest open window start, or null. */
+  oldestOpenWindow(): number | null {
+    let min: number | null = null;
+    for (const ws of this.#windows.keys()) if (min === null || ws < min) min = ws;
+    return min;
+  }
+
+  #take(pred: (ws: number) => boolean): ClosedCell[] {
+    const starts = [...this.#windows.keys()].filter(pred).sort((a, b) => a - b);
+    const out: ClosedCell[] = [];
+    for (const ws of starts) {
+      const win = this.#windows.get(ws)!;
+      this.#windows.delete(ws);
+      for (const [key, moments] of win) {
+        out.push({ key, windowStart: ws, moments });
+        const refs = this.#seriesRefs.get(key)! - 1;
+        if (refs === 0) {
+          this.#seriesRefs.delete(key);
+          this.#budget.open--;
+        } else {
+          this.#seriesRefs.set(key, refs);
+        }
+      }
+    }
+    return out;
+  }
+}
