@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { messageBytes, messageCount, type Batch } from './core/batch.js';
 import { Decoder } from './core/decode.js';
 import type { DecodeResult, RejectReason } from './core/messages.js';
+import { safeStringify } from './core/record.js';
 import { windowStart } from './core/window.js';
 import type { Metrics } from './metrics/index.js';
 import type { BatchOutcome, DecodePool } from './pool/index.js';
@@ -228,7 +229,7 @@ export class Engine {
         const detail = reason === 'late'
           ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#o.allowedLatenessSeconds})`
           : `series limit reached: MAX_SERIES=${this.#o.maxSeries} open series`;
-        entries.push(this.#entry(batch, msg, elem, reason, detail, elem >= 0 ? JSON.stringify(raw) : undefined));
+        entries.push(this.#entry(batch, msg, elem, reason, detail, elem >= 0 ? safeStringify(raw) : undefined));
       },
       () => {},
     );

@@ -98,6 +98,8 @@ export class Pipeline {
       maxInFlight: config.poolQueue,
       settings,
       workerMaxMemoryMb: config.workerMaxMemoryMb,
+      taskTimeoutMs: config.taskTimeoutSeconds * 1000,
+      onPoolError: (err) => logger.error({ err: err.message }, 'decode pool error outside a task (a worker failed to start?)'),
       ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       onFailure: (err, willRetry) => {
         metrics.workerFailures.inc({ retried: String(willRetry) });

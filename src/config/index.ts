@@ -2,6 +2,7 @@
 // variable, the value and what is allowed.
 import { ConfigError } from '../errors.js';
 import type { FieldRef, FormatSpec, JsonMapping } from '../core/formats/index.js';
+import { parseIsoTimestamp } from '../core/record.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
 
@@ -38,6 +39,7 @@ export interface Config {
   batchMaxBytes: number;
   poolQueue: number;
   workerMaxMemoryMb: number;
+  taskTimeoutSeconds: number;
   generator: GeneratorConfig;
   metricsPort: number;
   metricsHost: string;
@@ -118,7 +120,10 @@ function parseFormat(r: Reader): FormatSpec {
         const dimName = eq === -1 ? e : e.slice(0, eq).trim();
         const path = eq === -1 ? e : e.slice(eq + 1).trim();
         if (dimName === '') throw new ConfigError('JSON_DIMENSIONS', dimsText, 'a comma list of NAME=PATH or PATH is allowed (empty name found)');
-        return { name: dimName, path: parsePath('JSON_DIMENSIONS', path), text: path };
+        if (path.split('.').some((p) => p === '')) {
+          throw new ConfigError('JSON_DIMENSIONS', dimsText, `entry ${JSON.stringify(e)} needs a dotted path like verb.id (no empty segments)`);
+        }
+        return { name: dimName, path: path.split('.'), text: path };
       });
   const mapping: JsonMapping = {
     name: fieldRef('JSON_NAME', name, false),
@@ -171,8 +176,13 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     throw new ConfigError('GROUP_BY', groupByText, 'a comma list of dimension names (no empty names) is allowed');
   }
   const startText = r.raw('GEN_START');
-  const startMs = Date.parse(startText);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(startText) || !Number.isFinite(startMs)) {
+  let startMs = NaN;
+  try {
+    if (startText.includes('T')) startMs = parseIsoTimestamp(startText, 'GEN_START');
+  } catch {
+    // reported below
+  }
+  if (!Number.isFinite(startMs)) {
     throw new ConfigError('GEN_START', startText, 'an ISO 8601 timestamp like 2020-02-11T12:42:13Z is allowed');
   }
   const config: Config = {
@@ -193,6 +203,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     batchMaxBytes: r.int('BATCH_MAX_BYTES', 1024, 1024 * 1024 * 1024),
     poolQueue,
     workerMaxMemoryMb: r.int('WORKER_MAX_MEMORY_MB', 16, 65536),
+    taskTimeoutSeconds: r.num('TASK_TIMEOUT_SECONDS', 0.1, 86400),
     generator: {
       count: r.int('GEN_COUNT', 0, 1e12),
       metrics: r.int('GEN_METRICS', 1, 10_000_000),
@@ -216,7 +227,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
 
 /**
  * CLI flags equal to the variables: --worker-threads 2 or --worker-threads=2 is WORKER_THREADS=2.
- * Flags win over the environment. Returns null for --help.
+ * Flags win over the environment. Returns 'help' for --help.
  */
 export function argvToEnv(argv: readonly string[], env: Env): Record<string, string | undefined> | 'help' {
   const out: Record<string, string | undefined> = { ...env };

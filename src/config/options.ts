@@ -32,6 +32,7 @@ export const OPTIONS = [
   { env: 'BATCH_SIZE', default: '1000', group: 'engine', help: 'messages per batch handed to a worker (1..100000)' },
   { env: 'BATCH_MAX_BYTES', default: '4194304', group: 'engine', help: 'a batch is cut once it holds this many bytes' },
   { env: 'POOL_QUEUE', default: 'auto', group: 'engine', help: 'batches in flight (queued + running) before the source is paused; auto = 2 x threads + 1' },
+  { env: 'TASK_TIMEOUT_SECONDS', default: '60', group: 'engine', help: 'a batch still decoding after this long is aborted, retried once, then dead-lettered' },
   { env: 'WORKER_MAX_MEMORY_MB', default: '512', group: 'engine', help: 'old-generation heap limit of each worker; a worker beyond it is replaced' },
   { env: 'GEN_COUNT', default: '690000', group: 'generator', help: 'points the generator emits (seed 000: 690 calls x 1000 points)' },
   { env: 'GEN_METRICS', default: '1000', group: 'generator', help: 'distinct metric names (aaa.perf_000..)' },

@@ -4,7 +4,7 @@
 import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
 import { CELL, type DecodeResult, type DecoderSettings, type Reject } from './messages.js';
-import { RecordError, isPlainObject, show, type SampleRecord } from './record.js';
+import { RecordError, isPlainObject, safeStringify, show, type SampleRecord } from './record.js';
 import { seriesKey } from './series.js';
 import { windowStart } from './window.js';
 
@@ -112,7 +112,9 @@ export class Decoder {
       if (!(err instanceof RecordError)) throw err;
       const where = elem >= 0 ? `[${elem}].` : '';
       const r: Reject = { msg, elem, reason: err.reason, detail: where + err.detail };
-      onReject(elem >= 0 ? { ...r, raw: safeStringify(v) } : r);
+      // An element nested too deep to re-serialise is dead-lettered as its whole message instead.
+      const raw = elem >= 0 ? safeStringify(v) : undefined;
+      onReject(raw === undefined ? r : { ...r, raw });
       return;
     }
     onRecord(rec, msg, elem, v);
@@ -213,13 +215,5 @@ export class Decoder {
       maxEventMs,
       decodeSeconds: (performance.now() - t0) / 1000,
     };
-  }
-}
-
-function safeStringify(v: unknown): string {
-  try {
-    return JSON.stringify(v) ?? String(v);
-  } catch {
-    return String(v);
   }
 }

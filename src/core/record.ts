@@ -27,11 +27,21 @@ export const MAX_TIMESTAMP_MS = 253402300799999;
 export function show(v: unknown): string {
   let s: string;
   try {
-    s = typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : JSON.stringify(v) ?? String(v);
+    s = v === undefined ? 'nothing' : JSON.stringify(v) ?? String(v);
   } catch {
-    s = String(v);
+    // Only nesting deep enough to overflow the stack gets here; String() would overflow again.
+    s = Array.isArray(v) ? 'a deeply nested array' : 'a deeply nested object';
   }
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/** JSON text of a parsed value, or undefined when it is nested too deep to serialise. */
+export function safeStringify(v: unknown): string | undefined {
+  try {
+    return JSON.stringify(v) ?? 'null';
+  } catch {
+    return undefined;
+  }
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -82,6 +92,13 @@ export function parseIsoTimestamp(v: unknown, where: string): number {
   s = s.replace(/(\.\d{3})\d+/, '$1');
   if (m[1] === undefined) s += s.includes('T') ? 'Z' : 'T00:00:00Z';
   const ms = Date.parse(s);
+  // Date.parse rolls 2021-02-29 over into March; an impossible date is a bad timestamp.
+  const y = Number(v.slice(0, 4));
+  const mo = Number(v.slice(5, 7));
+  const d = Number(v.slice(8, 10));
+  if (mo < 1 || mo > 12 || d < 1 || d > new Date(Date.UTC(y, mo, 0)).getUTCDate()) {
+    throw new RecordError('bad_timestamp', `${where}: ${show(v)} is not a calendar date`);
+  }
   return checkRange(ms, where, v);
 }
 

@@ -14,6 +14,10 @@ export interface PoolOptions {
   readonly maxInFlight: number;
   readonly settings: DecoderSettings;
   readonly workerMaxMemoryMb: number;
+  /** A batch not done after this long is aborted (its worker is replaced) and counts as a failure. */
+  readonly taskTimeoutMs: number;
+  /** Errors piscina reports outside any task (e.g. a worker that could not start). */
+  readonly onPoolError?: (err: Error) => void;
   /** Worker entry; the default is the compiled workers/decode.js. */
   readonly workerFile?: string;
   /** Called after each attempt that failed, with whether it will be retried. */
@@ -78,9 +82,9 @@ export class DecodePool {
         workerData: opts.settings,
         resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb },
       });
-      // A worker that dies makes piscina emit 'error' for tasks it cannot attribute; the task's own
-      // promise rejects too, and that is where we retry. Without a listener, 'error' would crash us.
-      this.#piscina.on('error', () => {});
+      // piscina emits 'error' for failures it cannot attribute to a task; without a listener it would
+      // crash the process. Task failures reject the task's own promise, which is where we retry.
+      this.#piscina.on('error', (err: Error) => opts.onPoolError?.(err));
     }
   }
 
@@ -127,7 +131,11 @@ export class DecodePool {
             return { kind: 'ok', result, waitSeconds: 0, runSeconds: (performance.now() - t) / 1000 };
           }
           const task = pack(batch);
-          const result = (await this.#piscina!.run(task, { transferList: [task.buffer, task.offsets.buffer as ArrayBuffer] })) as DecodeResult;
+          // The timeout also covers a worker that never comes up, which piscina would otherwise wait on forever.
+          const result = (await this.#piscina!.run(task, {
+            transferList: [task.buffer, task.offsets.buffer as ArrayBuffer],
+            signal: AbortSignal.timeout(this.#opts.taskTimeoutMs),
+          })) as DecodeResult;
           const total = (performance.now() - queuedAt) / 1000;
           return { kind: 'ok', result, waitSeconds: Math.max(0, total - result.decodeSeconds), runSeconds: result.decodeSeconds };
         } catch (err) {

@@ -21,6 +21,8 @@ export class JsonSplitter {
   #parts: Buffer[] = [];
   #partLen = 0;
   #overflow = false;
+  /** NDJSON: still in the leading whitespace of a line (not counted against maxBytes). */
+  #lineStart = true;
   // array mode state
   #depth = 0;
   #inString = false;
@@ -54,32 +56,48 @@ export class JsonSplitter {
 
   /** End of input: a trailing line without newline, or an unterminated array element, is emitted as is. */
   end(): void {
-    if (this.#partLen > 0 || this.#overflow) this.#emit();
+    if (this.#partLen > 0) this.#emit();
     this.#mode = 'detect';
+    this.#inString = false;
+    this.#escape = false;
+    this.#inElement = false;
+    this.#depth = 0;
+    this.#lineStart = true;
   }
 
   #append(chunk: Buffer, start: number, end: number): void {
     if (end <= start) return;
-    const room = this.maxBytes + 1 - this.#partLen;
-    if (room <= 0) {
-      this.#overflow = true;
-      return;
-    }
+    const room = Math.max(0, this.maxBytes + 1 - this.#partLen);
     const take = Math.min(room, end - start);
-    this.#parts.push(chunk.subarray(start, start + take));
-    this.#partLen += take;
+    if (take > 0) {
+      this.#parts.push(chunk.subarray(start, start + take));
+      this.#partLen += take;
+    }
+    // Only content past the cut makes the message too large; trailing whitespace there does not.
+    if (!this.#overflow) {
+      for (let i = start + take; i < end; i++) {
+        if (!isWs(chunk[i]!)) {
+          this.#overflow = true;
+          break;
+        }
+      }
+    }
   }
 
   #emit(): void {
     let msg = this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts, this.#partLen);
+    // A message with content past the cut keeps exactly maxBytes + 1 bytes, untrimmed, so the decoder
+    // still rejects it as too large.
+    const capped = this.#overflow;
     this.#parts = [];
     this.#partLen = 0;
     this.#overflow = false;
+    this.#lineStart = true;
     // Trim surrounding whitespace (and a CR before LF).
     let s = 0;
     let e = msg.length;
     while (s < e && isWs(msg[s]!)) s++;
-    while (e > s && isWs(msg[e - 1]!)) e--;
+    if (!capped) while (e > s && isWs(msg[e - 1]!)) e--;
     if (s === e) return; // blank line: no record there
     msg = msg.subarray(s, e);
     // The chunk buffers are reused by the stream; the engine copies into its batch right away.
@@ -87,6 +105,11 @@ export class JsonSplitter {
   }
 
   #ndjson(chunk: Buffer, i: number): number {
+    if (this.#lineStart) {
+      while (i < chunk.length && chunk[i] !== LF && isWs(chunk[i]!)) i++;
+      if (i >= chunk.length) return i;
+      if (chunk[i] !== LF) this.#lineStart = false;
+    }
     const nl = chunk.indexOf(LF, i);
     if (nl === -1) {
       this.#append(chunk, i, chunk.length);

@@ -51,8 +51,9 @@ export function extractJson(obj: Record<string, unknown>, out: SampleRecord, m: 
   const dims = out.dims;
   dims.length = 0;
   for (const d of m.dimensions) {
-    if (dims.length >= maxDims) throw new RecordError('too_many_dimensions', `more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
     const v = getPath(obj, d.path);
-    if (v !== undefined && v !== null) dims.push([d.name, dimValue(v, d.text)]);
+    if (v === undefined || v === null) continue;
+    if (dims.length >= maxDims) throw new RecordError('too_many_dimensions', `${d.text}: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
+    dims.push([d.name, dimValue(v, d.text)]);
   }
 }

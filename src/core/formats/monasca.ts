@@ -27,9 +27,21 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
   }
   const meta = own(obj, 'meta');
   if (isPlainObject(meta)) {
-    const tenant = own(meta, 'tenantId');
-    if (tenant !== undefined && tenant !== null) dims.push(['_tenant_id', dimValue(tenant, 'meta.tenantId')]);
-    const region = own(meta, 'region');
-    if (region !== undefined && region !== null) dims.push(['_region', dimValue(region, 'meta.region')]);
+    // The envelope's meta comes from the authenticated API: it wins over a same-named dimension a
+    // sender put into the metric, so nobody can report as another tenant.
+    setMeta(dims, '_tenant_id', own(meta, 'tenantId'), 'meta.tenantId');
+    setMeta(dims, '_region', own(meta, 'region'), 'meta.region');
   }
+}
+
+function setMeta(dims: Array<[string, string]>, name: string, v: unknown, where: string): void {
+  if (v === undefined || v === null) return;
+  const value = dimValue(v, where);
+  for (const d of dims) {
+    if (d[0] === name) {
+      d[1] = value;
+      return;
+    }
+  }
+  dims.push([name, value]);
 }

@@ -1,0 +1,402 @@
+import t from 'tap';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { argvToEnv, helpText, parseConfig, type Env } from '../../src/config/index.js';
+import { defaultThreads, detectCpus, parseCpuMax, type CpuInfo } from '../../src/config/cpus.js';
+import { OPTIONS, flagFor } from '../../src/config/options.js';
+import { ConfigError, StreamstatsError } from '../../src/errors.js';
+
+/** The subtest type (the last overload of t.test takes just the callback). */
+type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
+
+const CPUS: CpuInfo = { usable: 4, host: 8, quota: 4, source: 'x' };
+
+/** Asserts parseConfig (or fn) throws a ConfigError naming the variable, the value and what is allowed. */
+function expectConfigError(t: TapTest, fn: () => unknown, variable: string, value: string, allowed: RegExp, label: string): void {
+  let err: unknown;
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
+  if (!(err instanceof ConfigError)) {
+    t.fail(`${label}: expected a ConfigError, got ${err === undefined ? 'no error' : String(err)}`);
+    return;
+  }
+  t.ok(err instanceof StreamstatsError, `${label}: is a StreamstatsError`);
+  t.equal(err.code, 'STREAMSTATS_CONFIG', `${label}: code`);
+  t.equal(err.canRetry, false, `${label}: retrying cannot help`);
+  t.equal(err.variable, variable, `${label}: variable`);
+  t.ok(err.message.startsWith(`${variable}=${JSON.stringify(value)} `), `${label}: message names variable and value: ${err.message}`);
+  t.match(err.message, allowed, `${label}: message says what is allowed`);
+  t.notMatch(err.message, /\n/, `${label}: one line`);
+}
+
+function bad(t: TapTest, env: Env, variable: string, value: string, allowed: RegExp, label = `${variable}=${value}`): void {
+  expectConfigError(t, () => parseConfig(env, CPUS), variable, value, allowed, label);
+}
+
+t.test('defaults', async (t) => {
+  const c = parseConfig({}, CPUS);
+  t.same(c.source, { kind: 'generator' });
+  t.same(c.sink, { kind: 'stdout' });
+  t.same(c.deadLetter, { kind: 'file', path: 'streamstats-dead-letter.ndjson' });
+  t.same(c.format, { kind: 'monasca' });
+  t.equal(c.groupBy, null, 'empty GROUP_BY = all dimensions');
+  t.equal(c.windowSeconds, 60);
+  t.equal(c.allowedLatenessSeconds, 5);
+  t.equal(c.maxSeries, 100_000);
+  t.equal(c.maxDimensions, 64);
+  t.equal(c.maxMessageBytes, 1_048_576);
+  t.equal(c.maxFutureSeconds, 86_400);
+  t.equal(c.workerThreads, 3, 'auto: 4 usable CPUs - 1');
+  t.match(c.workerThreadsReason, /auto/);
+  t.match(c.workerThreadsReason, /4 usable/);
+  t.match(c.workerThreadsReason, /\(x\)/, 'reason includes the CPU source');
+  t.equal(c.batchSize, 1000);
+  t.equal(c.batchMaxBytes, 4_194_304);
+  t.equal(c.poolQueue, 2 * 3 + 1, 'POOL_QUEUE auto = 2 x threads + 1');
+  t.equal(c.workerMaxMemoryMb, 512);
+  t.same(c.generator, {
+    count: 690_000,
+    metrics: 1000,
+    hosts: 4,
+    intervalMs: 30_000,
+    startMs: Date.UTC(2020, 1, 11, 12, 42, 13),
+    seed: 1,
+    rate: 0,
+  });
+  t.equal(c.metricsPort, 9464);
+  t.equal(c.metricsHost, '0.0.0.0');
+  t.equal(c.logLevel, 'info');
+  t.equal(c.progress, 'auto');
+  t.equal(c.shutdownTimeoutSeconds, 30);
+
+  // Empty strings are unset; surrounding blanks are ignored.
+  const empty = parseConfig(Object.fromEntries(OPTIONS.map((o) => [o.env, ''])), CPUS);
+  t.same(empty, c, 'every variable set to "" gives the defaults');
+  t.equal(parseConfig({ WORKER_THREADS: ' 2 ', WINDOW_SECONDS: '\t10\n' }, CPUS).workerThreads, 2, 'blanks trimmed');
+  t.equal(parseConfig({ WINDOW_SECONDS: ' 10 ' }, CPUS).windowSeconds, 10);
+  // Unrelated variables are ignored.
+  t.same(parseConfig({ PATH: '/bin', HOME: '/root', FOO: 'bar' }, CPUS), c, 'unrelated variables ignored');
+
+  // The help text lists every option with its flag and default.
+  const help = helpText();
+  for (const o of OPTIONS) {
+    t.ok(help.includes(o.env) && help.includes(flagFor(o.env)), `help lists ${o.env}`);
+    if (o.default !== '') t.ok(help.includes(`(default ${o.default})`), `help gives the default of ${o.env}`);
+  }
+});
+
+t.test('valid non-default values', async (t) => {
+  const c = parseConfig(
+    {
+      SOURCE: 'file:/data/in.ndjson',
+      SINK: 'file:out.ndjson',
+      DEAD_LETTER: 'stderr',
+      GROUP_BY: 'hostname, service',
+      WORKER_THREADS: '0',
+      WINDOW_SECONDS: '86400',
+      ALLOWED_LATENESS_SECONDS: '0.5',
+      GEN_INTERVAL_SECONDS: '0.25',
+      GEN_START: '2021-06-01T00:00:00.000+02:00',
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'silent',
+      PROGRESS: 'off',
+      MAX_FUTURE_SECONDS: '0',
+    },
+    CPUS,
+  );
+  t.same(c.source, { kind: 'file', path: '/data/in.ndjson' });
+  t.same(c.sink, { kind: 'file', path: 'out.ndjson' });
+  t.same(c.deadLetter, { kind: 'stderr' });
+  t.same(c.groupBy, ['hostname', 'service'], 'GROUP_BY split and trimmed');
+  t.equal(c.workerThreads, 0);
+  t.match(c.workerThreadsReason, /main thread/);
+  t.equal(c.poolQueue, 3, 'POOL_QUEUE auto with 0 threads = 2 x 1 + 1');
+  t.equal(c.windowSeconds, 86400);
+  t.equal(c.allowedLatenessSeconds, 0.5);
+  t.equal(c.generator.intervalMs, 250, 'GEN_INTERVAL_SECONDS in ms');
+  t.equal(c.generator.startMs, Date.UTC(2021, 4, 31, 22, 0, 0), 'GEN_START offset honoured');
+  t.equal(c.metricsPort, 0);
+  t.equal(c.logLevel, 'silent');
+  t.equal(c.progress, 'off');
+  t.equal(c.maxFutureSeconds, 0);
+  t.same(parseConfig({ SOURCE: 'stdin' }, CPUS).source, { kind: 'stdin' });
+  t.same(parseConfig({ SOURCE: 'kafka' }, CPUS).source, { kind: 'kafka' });
+  t.equal(parseConfig({ WORKER_THREADS: '256' }, CPUS).workerThreads, 256, 'upper bound allowed');
+  t.equal(parseConfig({ WORKER_THREADS: '5', POOL_QUEUE: '1' }, CPUS).poolQueue, 1, 'explicit POOL_QUEUE');
+  t.equal(parseConfig({ WORKER_THREADS: '5' }, CPUS).poolQueue, 11, 'POOL_QUEUE auto follows WORKER_THREADS');
+  t.equal(parseConfig({ BATCH_MAX_BYTES: '65536', MAX_MESSAGE_BYTES: '65536' }, CPUS).batchMaxBytes, 65536, 'BATCH_MAX_BYTES = MAX_MESSAGE_BYTES is enough');
+
+  const j = parseConfig(
+    {
+      FORMAT: 'json',
+      JSON_NAME: 'verb.id',
+      JSON_VALUE: '=2.5',
+      JSON_TIMESTAMP: 'meta.ts',
+      JSON_UNIT: '=points',
+      JSON_DIMENSIONS: 'actor=actor.mbox, object.id ,items.0.sku',
+    },
+    CPUS,
+  );
+  t.same(j.format, {
+    kind: 'json',
+    mapping: {
+      name: { path: ['verb', 'id'], text: 'verb.id' },
+      value: { constant: 2.5 },
+      timestamp: { path: ['meta', 'ts'], text: 'meta.ts' },
+      unit: { constant: 'points' },
+      dimensions: [
+        { name: 'actor', path: ['actor', 'mbox'], text: 'actor.mbox' },
+        { name: 'object.id', path: ['object', 'id'], text: 'object.id' },
+        { name: 'items.0.sku', path: ['items', '0', 'sku'], text: 'items.0.sku' },
+      ],
+    },
+  });
+  const j2 = parseConfig({ FORMAT: 'json', JSON_NAME: '=events', JSON_VALUE: 'result.score' }, CPUS);
+  t.same(j2.format, {
+    kind: 'json',
+    mapping: {
+      name: { constant: 'events' },
+      value: { path: ['result', 'score'], text: 'result.score' },
+      timestamp: { path: ['timestamp'], text: 'timestamp' },
+      unit: null,
+      dimensions: [],
+    },
+  });
+  const j3 = parseConfig({ FORMAT: 'json', JSON_NAME: 'n' }, CPUS).format;
+  t.same(j3.kind === 'json' ? j3.mapping.value : null, { constant: 1 }, 'JSON_VALUE default =1 counts events');
+  t.same(parseConfig({ FORMAT: 'ceilometer' }, CPUS).format, { kind: 'ceilometer' });
+});
+
+t.test('every validation path names the variable, the value and what is allowed', async (t) => {
+  const INT = (lo: number, hi: number): RegExp => new RegExp(`integer from ${lo} to ${hi}`);
+  const NUM = (lo: number, hi: number): RegExp => new RegExp(`number from ${lo} to ${hi}`);
+  const cases: Array<[Env, string, string, RegExp]> = [
+    [{ WORKER_THREADS: '-1' }, 'WORKER_THREADS', '-1', INT(0, 256)],
+    [{ WORKER_THREADS: 'abc' }, 'WORKER_THREADS', 'abc', INT(0, 256)],
+    [{ WORKER_THREADS: '257' }, 'WORKER_THREADS', '257', INT(0, 256)],
+    [{ WORKER_THREADS: '1.5' }, 'WORKER_THREADS', '1.5', INT(0, 256)],
+    [{ WORKER_THREADS: '2x' }, 'WORKER_THREADS', '2x', INT(0, 256)],
+    [{ WORKER_THREADS: '0x10' }, 'WORKER_THREADS', '0x10', INT(0, 256)],
+    [{ WORKER_THREADS: '1e1' }, 'WORKER_THREADS', '1e1', INT(0, 256)],
+    [{ WORKER_THREADS: 'AUTO' }, 'WORKER_THREADS', 'AUTO', INT(0, 256)],
+    [{ WINDOW_SECONDS: '0' }, 'WINDOW_SECONDS', '0', INT(1, 86400)],
+    [{ WINDOW_SECONDS: '86401' }, 'WINDOW_SECONDS', '86401', INT(1, 86400)],
+    [{ WINDOW_SECONDS: '1.5' }, 'WINDOW_SECONDS', '1.5', INT(1, 86400)],
+    [{ FORMAT: 'xml' }, 'FORMAT', 'xml', /one of monasca, ceilometer, json/],
+    [{ FORMAT: 'Monasca' }, 'FORMAT', 'Monasca', /one of monasca, ceilometer, json/],
+    [{ SOURCE: 'kafkaa' }, 'SOURCE', 'kafkaa', /generator, file:PATH, stdin or kafka/],
+    [{ SOURCE: 'file:' }, 'SOURCE', 'file:', /file:PATH/],
+    [{ SINK: 'foo' }, 'SINK', 'foo', /stdout or file:PATH/],
+    [{ SINK: 'file:' }, 'SINK', 'file:', /stdout or file:PATH/],
+    [{ DEAD_LETTER: 'none' }, 'DEAD_LETTER', 'none', /file:PATH or stderr/],
+    [{ DEAD_LETTER: 'file:' }, 'DEAD_LETTER', 'file:', /file:PATH or stderr/],
+    [{ GROUP_BY: ',' }, 'GROUP_BY', ',', /dimension names \(no empty names\)/],
+    [{ GROUP_BY: 'a,,b' }, 'GROUP_BY', 'a,,b', /no empty names/],
+    [{ GROUP_BY: 'host, ' }, 'GROUP_BY', 'host,', /no empty names/],
+    [{ FORMAT: 'json' }, 'JSON_NAME', '', /FORMAT=json needs/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_VALUE: '=abc' }, 'JSON_VALUE', '=abc', /=NUMBER/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_VALUE: '=' }, 'JSON_VALUE', '=', /=NUMBER/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_VALUE: '=Infinity' }, 'JSON_VALUE', '=Infinity', /=NUMBER/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_VALUE: 'a..b' }, 'JSON_VALUE', 'a..b', /dotted path/],
+    [{ FORMAT: 'json', JSON_NAME: '=' }, 'JSON_NAME', '=', /non-empty constant/],
+    [{ FORMAT: 'json', JSON_NAME: 'verb.' }, 'JSON_NAME', 'verb.', /dotted path/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_TIMESTAMP: '.ts' }, 'JSON_TIMESTAMP', '.ts', /dotted path/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_UNIT: '=' }, 'JSON_UNIT', '=', /non-empty constant/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: '=x' }, 'JSON_DIMENSIONS', '=x', /NAME=PATH.*empty name/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: 'a,,b' }, 'JSON_DIMENSIONS', 'a,,b', /NAME=PATH/],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL', 'loud', /fatal, error, warn, info, debug, trace, silent/],
+    [{ PROGRESS: 'maybe' }, 'PROGRESS', 'maybe', /auto, on, off/],
+    [{ BATCH_MAX_BYTES: '1024' }, 'BATCH_MAX_BYTES', '1024', /at least MAX_MESSAGE_BYTES \(1048576\)/],
+    [{ BATCH_MAX_BYTES: '2048', MAX_MESSAGE_BYTES: '4096' }, 'BATCH_MAX_BYTES', '2048', /at least MAX_MESSAGE_BYTES \(4096\)/],
+    [{ BATCH_MAX_BYTES: '1023' }, 'BATCH_MAX_BYTES', '1023', INT(1024, 1024 * 1024 * 1024)],
+    [{ GEN_START: 'yesterday' }, 'GEN_START', 'yesterday', /ISO 8601/],
+    [{ GEN_START: '2020-02-11' }, 'GEN_START', '2020-02-11', /ISO 8601/],
+    [{ GEN_START: '2020-02-11T25:00:00Z' }, 'GEN_START', '2020-02-11T25:00:00Z', /ISO 8601/],
+    [{ GEN_START: '1581424933000' }, 'GEN_START', '1581424933000', /ISO 8601/],
+    [{ METRICS_PORT: '70000' }, 'METRICS_PORT', '70000', INT(0, 65535)],
+    [{ METRICS_PORT: '-1' }, 'METRICS_PORT', '-1', INT(0, 65535)],
+    [{ METRICS_PORT: 'http' }, 'METRICS_PORT', 'http', INT(0, 65535)],
+    [{ ALLOWED_LATENESS_SECONDS: '-1' }, 'ALLOWED_LATENESS_SECONDS', '-1', NUM(0, 604800)],
+    [{ ALLOWED_LATENESS_SECONDS: 'soon' }, 'ALLOWED_LATENESS_SECONDS', 'soon', NUM(0, 604800)],
+    [{ ALLOWED_LATENESS_SECONDS: 'Infinity' }, 'ALLOWED_LATENESS_SECONDS', 'Infinity', NUM(0, 604800)],
+    [{ MAX_SERIES: '0' }, 'MAX_SERIES', '0', INT(1, 100_000_000)],
+    [{ MAX_DIMENSIONS: '-1' }, 'MAX_DIMENSIONS', '-1', INT(0, 10_000)],
+    [{ MAX_MESSAGE_BYTES: '15' }, 'MAX_MESSAGE_BYTES', '15', INT(16, 256 * 1024 * 1024)],
+    [{ MAX_FUTURE_SECONDS: '-1' }, 'MAX_FUTURE_SECONDS', '-1', /number from 0 to/],
+    [{ MAX_FUTURE_SECONDS: 'NaN' }, 'MAX_FUTURE_SECONDS', 'NaN', /number from 0 to/],
+    [{ BATCH_SIZE: '0' }, 'BATCH_SIZE', '0', INT(1, 100_000)],
+    [{ BATCH_SIZE: '100001' }, 'BATCH_SIZE', '100001', INT(1, 100_000)],
+    [{ POOL_QUEUE: '0' }, 'POOL_QUEUE', '0', INT(1, 10000)],
+    [{ POOL_QUEUE: 'many' }, 'POOL_QUEUE', 'many', INT(1, 10000)],
+    [{ WORKER_MAX_MEMORY_MB: '8' }, 'WORKER_MAX_MEMORY_MB', '8', INT(16, 65536)],
+    [{ TASK_TIMEOUT_SECONDS: '0' }, 'TASK_TIMEOUT_SECONDS', '0', NUM(0.1, 86400)],
+    [{ GEN_COUNT: '-5' }, 'GEN_COUNT', '-5', /integer from 0 to/],
+    [{ GEN_METRICS: '0' }, 'GEN_METRICS', '0', INT(1, 10_000_000)],
+    [{ GEN_HOSTS: '0' }, 'GEN_HOSTS', '0', INT(1, 1_000_000)],
+    [{ GEN_INTERVAL_SECONDS: '0' }, 'GEN_INTERVAL_SECONDS', '0', NUM(0.001, 86400)],
+    [{ GEN_SEED: '4294967296' }, 'GEN_SEED', '4294967296', INT(0, 4294967295)],
+    [{ GEN_RATE: '-1' }, 'GEN_RATE', '-1', /number from 0 to/],
+    [{ SHUTDOWN_TIMEOUT_SECONDS: '0' }, 'SHUTDOWN_TIMEOUT_SECONDS', '0', NUM(1, 3600)],
+  ];
+  for (const [env, variable, value, allowed] of cases) bad(t, env, variable, value, allowed, `${JSON.stringify(env)}`);
+
+  // An entry with an empty path: the message shows only the empty path, not what the user wrote.
+  let err: unknown;
+  try {
+    parseConfig({ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: 'host=hostname,zone=' }, CPUS);
+  } catch (e) {
+    err = e;
+  }
+  t.ok(err instanceof ConfigError && err.variable === 'JSON_DIMENSIONS', 'JSON_DIMENSIONS with an empty path is a ConfigError');
+  t.match(err instanceof Error ? err.message : '', /dotted path/, 'JSON_DIMENSIONS empty path: says a dotted path is allowed');
+  t.match(err instanceof Error ? err.message : '', /zone=/, 'JSON_DIMENSIONS empty path: message shows the offending entry "zone="');
+
+  // Every option with a checked value has at least one case above.
+  const tested = new Set(cases.map(([, v]) => v));
+  const unchecked = new Set(['METRICS_HOST', 'JSON_NAME', 'JSON_UNIT', 'JSON_DIMENSIONS', 'JSON_TIMESTAMP', 'JSON_VALUE']);
+  for (const o of OPTIONS) if (!unchecked.has(o.env)) t.ok(tested.has(o.env), `${o.env} has a validation case`);
+});
+
+t.test('invalid calendar dates are rejected', async (t) => {
+  // Date.parse rolls 2020-02-30 over to 2020-03-01 instead of failing.
+  let err: unknown;
+  try {
+    parseConfig({ GEN_START: '2020-02-30T00:00:00Z' }, CPUS);
+  } catch (e) {
+    err = e;
+  }
+  t.ok(err instanceof ConfigError, 'GEN_START=2020-02-30T00:00:00Z is a ConfigError');
+});
+
+t.test('WORKER_THREADS=auto uses the CpuInfo passed in', async (t) => {
+  const auto = (usable: number): number => parseConfig({ WORKER_THREADS: 'auto' }, { usable, host: 64, quota: usable, source: 'fake' }).workerThreads;
+  t.equal(auto(4), 3, 'usable 4 -> 3');
+  t.equal(auto(2), 1, 'usable 2 -> 1');
+  t.equal(auto(1), 1, 'usable 1 -> 1 (never 0: 0 would mean decode on the main thread)');
+  t.equal(auto(64), 63, 'usable 64 -> 63');
+  t.equal(parseConfig({}, { usable: 1, host: 1, quota: null, source: 'host' }).workerThreads, 1, 'default is auto');
+  const c = parseConfig({ WORKER_THREADS: 'auto' }, { usable: 8, host: 8, quota: null, source: 'host CPUs (no cgroup quota)' });
+  t.match(c.workerThreadsReason, /8 usable CPUs \(host CPUs \(no cgroup quota\)\)/, 'reason names the CPU count and source');
+  t.equal(c.poolQueue, 2 * 7 + 1);
+  t.equal(defaultThreads({ usable: 3, host: 3, quota: null, source: '' }), 2);
+  t.equal(defaultThreads({ usable: 0, host: 0, quota: null, source: '' }), 1, 'never below 1');
+});
+
+t.test('argvToEnv', async (t) => {
+  const env = { WORKER_THREADS: '7', SOURCE: 'stdin' } as const;
+  const a = argvToEnv(['--worker-threads', '2'], env);
+  t.not(a, 'help');
+  if (a === 'help') return;
+  t.equal(a['WORKER_THREADS'], '2', '--worker-threads 2');
+  t.equal(a['SOURCE'], 'stdin', 'other variables kept');
+  t.same(env, { WORKER_THREADS: '7', SOURCE: 'stdin' }, 'input env not modified');
+  const b = argvToEnv(['--worker-threads=2', '--group-by=hostname,service', '--json-dimensions=a=b.c'], {});
+  t.same(b, { WORKER_THREADS: '2', GROUP_BY: 'hostname,service', JSON_DIMENSIONS: 'a=b.c' }, '--flag=value, "=" inside the value kept');
+  const empty = argvToEnv(['--group-by='], { GROUP_BY: 'x' });
+  t.same(empty, { GROUP_BY: '' }, '--flag= sets an empty value');
+  t.same(argvToEnv([], { A: 'b' }), { A: 'b' }, 'no flags: the env');
+  const last = argvToEnv(['--window-seconds', '10', '--window-seconds', '20'], {});
+  t.same(last, { WINDOW_SECONDS: '20' }, 'the last flag wins');
+
+  // Every option has its flag.
+  for (const o of OPTIONS) {
+    const r = argvToEnv([flagFor(o.env), 'v1'], {});
+    t.same(r, { [o.env]: 'v1' }, `${flagFor(o.env)} sets ${o.env}`);
+  }
+  t.equal(flagFor('WORKER_THREADS'), '--worker-threads');
+  t.equal(flagFor('ALLOWED_LATENESS_SECONDS'), '--allowed-lateness-seconds');
+
+  // Flags feed parseConfig.
+  const parsed = argvToEnv(['--window-seconds', '10', '--format=ceilometer'], { WINDOW_SECONDS: '30' });
+  if (parsed !== 'help') {
+    const c = parseConfig(parsed, CPUS);
+    t.equal(c.windowSeconds, 10, 'flag wins over the environment');
+    t.same(c.format, { kind: 'ceilometer' });
+  }
+
+  t.equal(argvToEnv(['--help'], {}), 'help');
+  t.equal(argvToEnv(['-h'], {}), 'help');
+  t.equal(argvToEnv(['--worker-threads', '2', '--help'], {}), 'help', '--help anywhere');
+
+  expectConfigError(t, () => argvToEnv(['--bogus', '1'], {}), 'argv', '--bogus', /known flag.*--worker-threads 2/, 'unknown flag');
+  expectConfigError(t, () => argvToEnv(['--bogus=1'], {}), 'argv', '--bogus=1', /known flag/, 'unknown flag with =');
+  expectConfigError(t, () => argvToEnv(['positional'], {}), 'argv', 'positional', /known flag/, 'positional argument');
+  expectConfigError(t, () => argvToEnv(['--WORKER-THREADS', '2'], {}), 'argv', '--WORKER-THREADS', /known flag/, 'flags are lower case');
+  expectConfigError(t, () => argvToEnv(['--worker_threads', '2'], {}), 'argv', '--worker_threads', /known flag/, 'dashes, not underscores');
+  expectConfigError(t, () => argvToEnv(['--worker-threads'], {}), 'WORKER_THREADS', '', /--worker-threads needs a value/, 'missing value');
+});
+
+t.test('parseCpuMax', async (t) => {
+  t.equal(parseCpuMax('max 100000'), null, 'max = unlimited');
+  t.equal(parseCpuMax('max'), null);
+  t.equal(parseCpuMax('150000 100000'), 1.5);
+  t.equal(parseCpuMax('200000 50000'), 4);
+  t.equal(parseCpuMax('50000 100000'), 0.5);
+  t.equal(parseCpuMax('250000'), 2.5, 'period defaults to 100000');
+  t.equal(parseCpuMax('0 100000'), null, 'zero quota is no quota');
+  t.equal(parseCpuMax('abc 100000'), null, 'garbage is no quota');
+  t.equal(parseCpuMax('100000 0'), null, 'zero period is no quota');
+  t.equal(parseCpuMax(''), null);
+});
+
+t.test('detectCpus with a fake cgroup root', async (t) => {
+  const host = availableParallelism();
+  const root = mkdtempSync(join(tmpdir(), 'streamstats-cgroup-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  let n = 0;
+  const dir = (files: Record<string, string>): string => {
+    const d = join(root, String(n++));
+    mkdirSync(d, { recursive: true });
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(join(d, rel, '..'), { recursive: true });
+      writeFileSync(join(d, rel), text);
+    }
+    return d;
+  };
+
+  const none = detectCpus(dir({}));
+  t.same(none, { usable: host, host, quota: null, source: 'host CPUs (no cgroup quota)' }, 'no cgroup files: host CPUs');
+
+  const unlimited = detectCpus(dir({ 'cpu.max': 'max 100000\n' }));
+  t.equal(unlimited.quota, null, 'v2 max');
+  t.equal(unlimited.usable, host);
+
+  const v2 = detectCpus(dir({ 'cpu.max': '150000 100000\n' }));
+  t.equal(v2.quota, 1.5, 'v2 quota');
+  t.equal(v2.host, host);
+  t.equal(v2.usable, Math.min(host, 1), '1.5 CPUs -> 1 usable');
+  t.match(v2.source, /cgroup v2 cpu\.max "150000 100000"/, 'source names cpu.max and its content');
+
+  const four = detectCpus(dir({ 'cpu.max': '400000 100000' }));
+  t.equal(four.quota, 4);
+  t.equal(four.usable, Math.min(host, 4), 'quota 4 capped by the host');
+
+  const half = detectCpus(dir({ 'cpu.max': '50000 100000' }));
+  t.equal(half.usable, 1, 'half a CPU -> 1, never 0');
+
+  const huge = detectCpus(dir({ 'cpu.max': `${(host + 100) * 100000} 100000` }));
+  t.equal(huge.usable, host, 'a quota above the host count is capped by the host');
+
+  const v1 = detectCpus(dir({ 'cpu/cpu.cfs_quota_us': '250000\n', 'cpu/cpu.cfs_period_us': '100000\n' }));
+  t.equal(v1.quota, 2.5, 'v1 quota');
+  t.equal(v1.usable, Math.min(host, 2));
+  t.match(v1.source, /cgroup v1/);
+
+  const v1acct = detectCpus(dir({ 'cpu,cpuacct/cpu.cfs_quota_us': '300000', 'cpu,cpuacct/cpu.cfs_period_us': '100000' }));
+  t.equal(v1acct.quota, 3, 'v1 under cpu,cpuacct');
+
+  const v1unl = detectCpus(dir({ 'cpu/cpu.cfs_quota_us': '-1', 'cpu/cpu.cfs_period_us': '100000' }));
+  t.equal(v1unl.quota, null, 'v1 quota -1 = unlimited');
+  t.equal(v1unl.usable, host);
+
+  const both = detectCpus(dir({ 'cpu.max': 'max 100000', 'cpu/cpu.cfs_quota_us': '100000', 'cpu/cpu.cfs_period_us': '100000' }));
+  t.equal(both.quota, null, 'v2 present: v1 files are not read');
+
+  // End to end: auto threads from a detected quota.
+  const c = parseConfig({ WORKER_THREADS: 'auto' }, detectCpus(dir({ 'cpu.max': '300000 100000' })));
+  t.equal(c.workerThreads, Math.max(1, Math.min(host, 3) - 1), 'auto threads follow the cgroup quota');
+});
