@@ -59,3 +59,12 @@ export function defaultOf(env: OptionName): string {
   if (o === undefined) throw new Error(`unknown option ${env}`);
   return o.default;
 }
+
+/** The README's configuration table; a test keeps README.md equal to it (npm run docs:options rewrites it). */
+export function optionsMarkdownTable(): string {
+  const head = '| Variable | Flag | Default | Meaning |\n|---|---|---|---|';
+  const rows = OPTIONS.map(
+    (o) => `| \`${o.env}\` | \`${flagFor(o.env)}\` | ${o.default === '' ? '' : `\`${o.default}\``} | ${o.help.replace(/\|/g, '\\|')} |`,
+  );
+  return `${head}\n${rows.join('\n')}`;
+}

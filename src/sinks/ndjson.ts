@@ -5,21 +5,36 @@ import type { Writable } from 'node:stream';
 import { StreamstatsError } from '../errors.js';
 
 export class NdjsonWriter {
-  readonly #out: Writable;
+  #out: Writable | null;
+  readonly #open: (() => Writable) | null;
   readonly #ownsStream: boolean;
   #error: Error | null = null;
   #closing: Promise<void> | null = null;
 
-  constructor(out: Writable, ownsStream: boolean, readonly describe: string) {
-    this.#out = out;
+  /** out: a stream, or a function that opens one on the first write (a file that is never needed is never created). */
+  constructor(out: Writable | (() => Writable), ownsStream: boolean, readonly describe: string) {
+    this.#out = typeof out === 'function' ? null : out;
+    this.#open = typeof out === 'function' ? out : null;
     this.#ownsStream = ownsStream;
+    if (this.#out !== null) this.#watch(this.#out);
+  }
+
+  static toFile(path: string): NdjsonWriter {
+    return new NdjsonWriter(() => createWriteStream(path, { flags: 'a' }), true, `file:${path}`);
+  }
+
+  #watch(out: Writable): void {
     out.on('error', (err: Error) => {
       this.#error = err;
     });
   }
 
-  static toFile(path: string): NdjsonWriter {
-    return new NdjsonWriter(createWriteStream(path, { flags: 'a' }), true, `file:${path}`);
+  #stream(): Writable {
+    if (this.#out === null) {
+      this.#out = this.#open!();
+      this.#watch(this.#out);
+    }
+    return this.#out;
   }
 
   async writeLines(objs: readonly unknown[]): Promise<void> {
@@ -32,7 +47,8 @@ export class NdjsonWriter {
   async writeText(chunk: string): Promise<void> {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
-    if (!this.#out.write(chunk)) await Promise.race([once(this.#out, 'drain'), once(this.#out, 'error')]);
+    const out = this.#stream();
+    if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(out, 'error')]);
     this.#throwIfFailed();
   }
 
@@ -43,13 +59,16 @@ export class NdjsonWriter {
 
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
-      if (!this.#ownsStream) {
+      const out = this.#out;
+      if (out === null) {
+        resolve();
+      } else if (!this.#ownsStream) {
         // stdout/stderr stay open for the logger; wait until what we wrote is flushed.
-        if (this.#out.writableNeedDrain) this.#out.once('drain', () => resolve());
+        if (out.writableNeedDrain) out.once('drain', () => resolve());
         else resolve();
-        return;
+      } else {
+        out.end(() => resolve());
       }
-      this.#out.end(() => resolve());
     });
     return this.#closing;
   }
