@@ -27,6 +27,11 @@ export interface EngineOptions {
   readonly allowedLatenessSeconds: number;
   readonly maxSeries: number;
   readonly decoder: Decoder;
+  /**
+   * Embedded sources get a partition state on first use; the Kafka source opens partitions itself on
+   * assignment, and batches for a partition it dropped (revoked) are ignored.
+   */
+  readonly autoOpenPartitions: boolean;
   /** For partitioned sources: the identity stamped on rows (topic, partition). */
   readonly rowIdentity?: (partition: number) => { topic: string; partition: number } | undefined;
 }
@@ -40,12 +45,40 @@ export interface EngineTotals {
   batches: number;
   decodeSeconds: number;
   poisonedBatches: number;
+  /** Records skipped on a replay because their window was already emitted (or they were already dead-lettered). */
+  replayed: number;
 }
 
 interface PartitionState {
   readonly store: WindowStore;
   nextSeq: number;
   chain: Promise<void>;
+  /** Positions below this were processed before a restart or rebalance: rejects there are not dead-lettered again. */
+  replayBefore: number;
+  /** Set when the partition is revoked: batches still in flight for it are not applied. */
+  dropped: boolean;
+  /** Wall-clock time of the last batch submitted, for idle flushing. */
+  lastActivityMs: number;
+  /** Source timestamp of the oldest submitted batch not yet applied (lag in seconds). */
+  readonly unappliedTimestamps: number[];
+  /** Timestamp of the last message applied. */
+  lastAppliedTimestampMs: number | null;
+  /** What a commit may name, taken only after the rows it implies were handed to the sink. */
+  safe: CommitPoint | null;
+}
+
+/** A consistent point to commit: the position, and the watermark up to which windows were emitted. */
+export interface CommitPoint {
+  readonly position: number;
+  readonly watermarkMs: number;
+  /** Position after the last applied batch: positions below it were processed. */
+  readonly appliedEnd: number;
+}
+
+export interface PartitionInit {
+  /** Watermark (ms) restored from the last commit: windows it closed were emitted already. */
+  readonly watermarkMs?: number;
+  readonly replayBefore?: number;
 }
 
 export class Engine {
@@ -59,7 +92,7 @@ export class Engine {
   #pending = 0;
   readonly #maxPending: number;
   #pendingWaiters: Array<() => void> = [];
-  readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0 };
+  readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0, replayed: 0 };
 
   constructor(opts: EngineOptions) {
     this.#o = opts;
@@ -83,16 +116,79 @@ export class Engine {
   }
 
   #state(p: number): PartitionState {
-    let s = this.#partitions.get(p);
-    if (s === undefined) {
-      s = {
-        store: new WindowStore({ windowMs: this.#windowMs, latenessMs: this.#o.allowedLatenessSeconds * 1000, budget: this.#budget }),
-        nextSeq: 0,
-        chain: Promise.resolve(),
-      };
-      this.#partitions.set(p, s);
-    }
+    return this.#partitions.get(p) ?? this.openPartition(p, {});
+  }
+
+  /** Starts (or restarts) a partition's state, e.g. on assignment with what the last commit stored. */
+  openPartition(p: number, init: PartitionInit): PartitionState {
+    const old = this.#partitions.get(p);
+    if (old !== undefined) this.dropPartition(p);
+    const store = new WindowStore({ windowMs: this.#windowMs, latenessMs: this.#o.allowedLatenessSeconds * 1000, budget: this.#budget });
+    if (init.watermarkMs !== undefined) store.advanceWatermark(init.watermarkMs);
+    const s: PartitionState = {
+      store,
+      nextSeq: 0,
+      chain: Promise.resolve(),
+      replayBefore: init.replayBefore ?? -Infinity,
+      dropped: false,
+      lastActivityMs: Date.now(),
+      unappliedTimestamps: [],
+      lastAppliedTimestampMs: null,
+      safe: null,
+    };
+    this.#partitions.set(p, s);
     return s;
+  }
+
+  /**
+   * Forgets a partition (revoked, or rebuilt after a rebalance): batches in flight for it are not
+   * applied, its open windows are discarded (the next owner rebuilds them from the committed position).
+   */
+  dropPartition(p: number): void {
+    const s = this.#partitions.get(p);
+    if (s === undefined) return;
+    s.dropped = true;
+    s.store.takeAll();
+    this.#partitions.delete(p);
+    this.#updateGauges();
+  }
+
+  /** What a commit may name for this partition now; null before any positioned batch was applied. */
+  commitPoint(p: number): CommitPoint | null {
+    return this.#partitions.get(p)?.safe ?? null;
+  }
+
+  #snapshot(s: PartitionState): void {
+    const position = s.store.commitPosition();
+    const appliedEnd = s.store.appliedEnd;
+    if (position === null || appliedEnd === null) return;
+    s.safe = { position, watermarkMs: s.store.watermark, appliedEnd };
+  }
+
+  /** Position after the last applied batch. */
+  appliedEnd(p: number): number | null {
+    return this.#partitions.get(p)?.store.appliedEnd ?? null;
+  }
+
+  /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */
+  pendingAgeSeconds(p: number, nowMs: number): number | null {
+    const s = this.#partitions.get(p);
+    const ts = s?.unappliedTimestamps[0];
+    return ts === undefined ? null : Math.max(0, (nowMs - ts) / 1000);
+  }
+
+  lastAppliedTimestampMs(p: number): number | null {
+    return this.#partitions.get(p)?.lastAppliedTimestampMs ?? null;
+  }
+
+  watermarkMs(p: number): number {
+    return this.#partitions.get(p)?.store.watermark ?? -Infinity;
+  }
+
+  /** Resolves when every batch submitted so far for this partition has been applied. */
+  async drainPartition(p: number): Promise<void> {
+    const s = this.#partitions.get(p);
+    if (s !== undefined) await s.chain;
   }
 
   /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
@@ -109,8 +205,17 @@ export class Engine {
       this.#release();
       throw err;
     }
-    const state = this.#state(b.partition);
+    const known = this.#partitions.get(b.partition);
+    if (known === undefined && !this.#o.autoOpenPartitions) {
+      // Revoked while this batch waited for capacity: nothing to apply it to.
+      pool.release();
+      this.#release();
+      return;
+    }
+    const state = known ?? this.openPartition(b.partition, {});
     const batch: Batch = { ...b, seq: state.nextSeq++ };
+    state.lastActivityMs = Date.now();
+    if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
     const n = messageCount(batch);
     metrics.messages.inc(n);
     metrics.batchMessages.observe(n);
@@ -121,7 +226,9 @@ export class Engine {
     const outcome = pool.run(batch, nowMs);
     state.chain = state.chain.then(async () => {
       try {
-        if (this.#fatal === null) await this.#apply(state, batch, await outcome, nowMs);
+        const result = await outcome;
+        if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
+        if (this.#fatal === null && !state.dropped) await this.#apply(state, batch, result, nowMs);
       } catch (err) {
         this.#fatal ??= err instanceof Error ? err : new Error(String(err));
         this.#o.logger.error({ err: this.#fatal }, 'engine stopped: output failed');
@@ -155,12 +262,37 @@ export class Engine {
     this.#updateGauges();
   }
 
-  /** Let idle partitions' watermarks follow the wall clock. */
-  async advanceIdle(wallMs: number): Promise<void> {
-    for (const [p, s] of this.#partitions) {
-      s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
-      await this.#emit(p, s.store.takeClosed());
-    }
+  /** Wall-clock ms of the last batch submitted for the partition. */
+  lastActivityMs(p: number): number | null {
+    return this.#partitions.get(p)?.lastActivityMs ?? null;
+  }
+
+  /**
+   * An idle partition lets its watermark follow the wall clock (minus the allowed lateness), so its
+   * windows still close. Runs in the partition's order, after what was submitted before.
+   */
+  async advanceIdle(p: number, wallMs: number): Promise<void> {
+    const s = this.#partitions.get(p);
+    if (s === undefined) return;
+    s.chain = s.chain.then(async () => {
+      if (s.dropped || this.#fatal !== null) return;
+      try {
+        s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
+        this.#setWatermarkGauge(p, s);
+        await this.#emit(p, s.store.takeClosed());
+        this.#snapshot(s);
+        this.#updateGauges();
+      } catch (err) {
+        this.#fatal ??= err instanceof Error ? err : new Error(String(err));
+      }
+    });
+    await s.chain;
+  }
+
+  #setWatermarkGauge(p: number, s: PartitionState): void {
+    const id = this.#o.rowIdentity?.(p);
+    const label = id === undefined ? String(p) : `${id.topic}/${id.partition}`;
+    this.#o.metrics.watermark.set({ partition: label }, Number.isFinite(s.store.watermark) ? s.store.watermark / 1000 : 0);
   }
 
   async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
@@ -183,20 +315,29 @@ export class Engine {
     this.totals.decodeSeconds += r.decodeSeconds;
     this.totals.records += r.records;
     if (r.rejects.length > 0) {
-      const entries = r.rejects.map((x) => this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
-      for (const x of r.rejects) this.#count(x.reason, 1);
+      const entries: DeadLetterEntry[] = [];
+      for (const x of r.rejects) {
+        if (this.#isReplay(state, batch, x.msg)) continue;
+        entries.push(this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
+        this.#count(x.reason, 1);
+      }
       await this.#o.deadLetter.write(entries);
     }
     const store = state.store;
     const watermarkBefore = store.watermark;
-    const applied = store.apply(r);
+    const positions = batch.startPosition !== undefined && batch.endPosition !== undefined
+      ? { start: batch.startPosition, end: batch.endPosition }
+      : undefined;
+    const applied = store.apply(r, positions);
+    if (batch.lastTimestampMs !== undefined) state.lastAppliedTimestampMs = batch.lastTimestampMs;
     this.totals.ok += applied.accepted;
     metrics.records.inc({ result: 'ok' }, applied.accepted);
     if (applied.late.length > 0 || applied.overLimit.length > 0) {
-      await this.#deadLetterCells(batch, r, applied.late, applied.overLimit, watermarkBefore, nowMs);
+      await this.#deadLetterCells(state, batch, applied.late, applied.overLimit, watermarkBefore, nowMs);
     }
-    metrics.watermark.set({ partition: String(batch.partition) }, Number.isFinite(store.watermark) ? store.watermark / 1000 : 0);
+    this.#setWatermarkGauge(batch.partition, state);
     await this.#emit(batch.partition, store.takeClosed());
+    this.#snapshot(state);
     this.#updateGauges();
   }
 
@@ -205,8 +346,8 @@ export class Engine {
    * the worker, the main thread re-reads just this batch to find them.
    */
   async #deadLetterCells(
+    state: PartitionState,
     batch: Batch,
-    r: DecodeResult,
     late: ReadonlyArray<{ key: string; windowStart: number; count: number }>,
     overLimit: ReadonlyArray<{ key: string; windowStart: number; count: number }>,
     watermark: number,
@@ -216,6 +357,7 @@ export class Engine {
     for (const c of late) reasons.set(`${c.windowStart}|${c.key}`, 'late');
     for (const c of overLimit) reasons.set(`${c.windowStart}|${c.key}`, 'series_limit');
     const entries: DeadLetterEntry[] = [];
+    let expectedFound = 0;
     const decoder = this.#o.decoder;
     const wm = Number.isFinite(watermark) ? new Date(watermark).toISOString() : 'none';
     decoder.forEachRecord(
@@ -226,6 +368,8 @@ export class Engine {
         const ws = windowStart(rec.tsMs, this.#windowMs);
         const reason = reasons.get(`${ws}|${decoder.key(rec)}`);
         if (reason === undefined) return;
+        expectedFound++;
+        if (this.#isReplay(state, batch, msg)) return;
         const detail = reason === 'late'
           ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#o.allowedLatenessSeconds})`
           : `series limit reached: MAX_SERIES=${this.#o.maxSeries} open series`;
@@ -236,12 +380,21 @@ export class Engine {
     let expected = 0;
     for (const c of late) expected += c.count;
     for (const c of overLimit) expected += c.count;
-    if (entries.length !== expected) {
+    if (expectedFound !== expected) {
       // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
-      this.#o.logger.error({ expected, found: entries.length }, 're-decode of late/over-limit records disagrees with the worker');
+      this.#o.logger.error({ expected, found: expectedFound }, 're-decode of late/over-limit records disagrees with the worker');
     }
     for (const e of entries) this.#count(e.reason, 1);
     await this.#o.deadLetter.write(entries);
+  }
+
+  /** A message already processed before a restart: skipped and counted, never dead-lettered twice. */
+  #isReplay(state: PartitionState, batch: Batch, msg: number): boolean {
+    const pos = batch.positions?.[msg];
+    if (pos === undefined || Number(pos) >= state.replayBefore) return false;
+    this.totals.replayed++;
+    this.#o.metrics.replayed.inc();
+    return true;
   }
 
   #count(reason: RejectReason, n: number): void {

@@ -15,6 +15,7 @@ import { StreamSource } from './sources/file.js';
 import { GeneratorSource } from './sources/generator.js';
 import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
+import { KafkaSource } from './sources/kafka/source.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -64,7 +65,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly #config: Config;
   readonly #deps: PipelineDeps;
-  #source: PullSource | null = null;
+  #source: PullSource | KafkaSource | null = null;
   #ready = false;
   #stopped = false;
   #progressTimer: NodeJS.Timeout | null = null;
@@ -75,7 +76,8 @@ export class Pipeline {
   }
 
   get ready(): boolean {
-    return this.#ready;
+    const s = this.#source;
+    return this.#ready && (s instanceof KafkaSource ? s.ready : true);
   }
 
   /** Stop intake; run() then finishes in-flight batches, flushes and returns. */
@@ -90,9 +92,6 @@ export class Pipeline {
     const registry = this.#deps.registry ?? new Registry();
     const metrics = createMetrics(registry);
     const settings = decoderSettings(config);
-    const source = createPullSource(config);
-    this.#source = source;
-    if (this.#stopped) source.stop();
     const pool = new DecodePool({
       threads: config.workerThreads,
       maxInFlight: config.poolQueue,
@@ -109,23 +108,43 @@ export class Pipeline {
     metrics.poolThreads.set(config.workerThreads);
     const sink = createSink(config.sink);
     const deadLetter = createDeadLetter(config.deadLetter);
-    const engine = new Engine({
+    let kafka: KafkaSource | null = null;
+    const engine: Engine = new Engine({
       pool,
       sink,
       deadLetter,
       metrics,
       logger,
-      sourceName: source.describe,
+      sourceName: config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
       windowSeconds: config.windowSeconds,
       allowedLatenessSeconds: config.allowedLatenessSeconds,
       maxSeries: config.maxSeries,
       decoder: new Decoder(settings),
+      autoOpenPartitions: config.source.kind !== 'kafka',
+      rowIdentity: (p) => kafka?.identity(p),
     });
+    let source: PullSource | KafkaSource;
+    if (config.source.kind === 'kafka') {
+      kafka = new KafkaSource({
+        kafka: config.kafka,
+        engine,
+        metrics,
+        logger,
+        batchSize: config.batchSize,
+        batchMaxBytes: config.batchMaxBytes,
+        intakeHigh: Math.max(2, config.poolQueue),
+      });
+      source = kafka;
+    } else {
+      source = createPullSource(config);
+    }
+    this.#source = source;
+    if (this.#stopped) source.stop();
     const http = new HttpServer({
       host: config.metricsHost,
       port: config.metricsPort,
       registry,
-      ready: () => this.#ready,
+      ready: () => this.ready,
       beforeScrape: () => {
         const s = pool.stats;
         metrics.poolInFlight.set(s.inFlight);
@@ -143,15 +162,20 @@ export class Pipeline {
       const port = await http.listen();
       logger.info({ port, host: config.metricsHost }, 'metrics on /metrics, health on /healthz and /readyz');
       this.#deps.onListening?.(port);
-      this.#startProgress(source, engine, started);
       this.#ready = true;
-      for await (const batch of source.batches()) {
-        await engine.submit(batch);
-        if (this.#stopped) break;
+      if (source instanceof KafkaSource) {
+        // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
+        await source.run();
+      } else {
+        this.#startProgress(source, engine, started);
+        for await (const batch of source.batches()) {
+          await engine.submit(batch);
+          if (this.#stopped) break;
+        }
+        this.#ready = false;
+        // End of input, or stop(): every in-flight batch is applied, then every window closes.
+        await engine.closeAll();
       }
-      this.#ready = false;
-      // End of input, or stop(): every in-flight batch is applied, then every window closes.
-      await engine.closeAll();
     } finally {
       this.#ready = false;
       clearInterval(rssTimer);

@@ -1,5 +1,6 @@
 // Environment (or equal CLI flags) -> validated Config. A wrong value is one line naming the
 // variable, the value and what is allowed.
+import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { FieldRef, FormatSpec, JsonMapping } from '../core/formats/index.js';
 import { parseIsoTimestamp } from '../core/record.js';
@@ -18,6 +19,24 @@ export interface GeneratorConfig {
   startMs: number;
   seed: number;
   rate: number;
+}
+
+export interface KafkaConfig {
+  brokers: string[];
+  topics: string[];
+  groupId: string;
+  clientId: string;
+  from: 'earliest' | 'latest';
+  ssl: null | { ca?: string; cert?: string; key?: string; rejectUnauthorized: boolean };
+  sasl: null | { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  sessionTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  maxWaitMs: number;
+  maxBytesPerPartition: number;
+  commitIntervalMs: number;
+  idleFlushMs: number;
+  lagIntervalMs: number;
+  retryMaxMs: number;
 }
 
 export interface Config {
@@ -41,6 +60,7 @@ export interface Config {
   workerMaxMemoryMb: number;
   taskTimeoutSeconds: number;
   generator: GeneratorConfig;
+  kafka: KafkaConfig;
   metricsPort: number;
   metricsHost: string;
   logLevel: string;
@@ -135,6 +155,67 @@ function parseFormat(r: Reader): FormatSpec {
   return { kind: 'json', mapping };
 }
 
+function list(s: string): string[] {
+  return s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+}
+
+function parseKafka(r: Reader, required: boolean): KafkaConfig {
+  const brokersText = r.raw('KAFKA_BROKERS');
+  const brokers = list(brokersText);
+  if (brokers.length === 0 || brokers.some((b) => !/^[^\s:]+:\d{1,5}$/.test(b))) {
+    throw new ConfigError('KAFKA_BROKERS', brokersText, 'a comma list of host:port is allowed');
+  }
+  const topicsText = r.raw('KAFKA_TOPICS');
+  const topics = list(topicsText);
+  if (required && topics.length === 0) throw new ConfigError('KAFKA_TOPICS', topicsText, 'SOURCE=kafka needs at least one topic');
+  if (topics.some((t) => !/^[A-Za-z0-9._-]{1,249}$/.test(t))) {
+    throw new ConfigError('KAFKA_TOPICS', topicsText, 'topic names of letters, digits, ".", "_" and "-" (at most 249) are allowed');
+  }
+  const bool = (name: 'KAFKA_SSL' | 'KAFKA_SSL_REJECT_UNAUTHORIZED') => r.oneOf(name, ['true', 'false'] as const) === 'true';
+  const file = (name: 'KAFKA_SSL_CA' | 'KAFKA_SSL_CERT' | 'KAFKA_SSL_KEY'): string | undefined => {
+    const path = r.raw(name);
+    if (path === '') return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new ConfigError(name, path, `a readable PEM file is required (${(err as Error).message})`);
+    }
+  };
+  const ssl = bool('KAFKA_SSL')
+    ? { ca: file('KAFKA_SSL_CA'), cert: file('KAFKA_SSL_CERT'), key: file('KAFKA_SSL_KEY'), rejectUnauthorized: bool('KAFKA_SSL_REJECT_UNAUTHORIZED') }
+    : null;
+  const mechText = r.raw('KAFKA_SASL_MECHANISM');
+  let sasl: KafkaConfig['sasl'] = null;
+  if (mechText !== '') {
+    const mechanism = r.oneOf('KAFKA_SASL_MECHANISM', ['plain', 'scram-sha-256', 'scram-sha-512'] as const);
+    const username = r.raw('KAFKA_SASL_USERNAME');
+    if (username === '') throw new ConfigError('KAFKA_SASL_USERNAME', username, `KAFKA_SASL_MECHANISM=${mechanism} needs a user name`);
+    sasl = { mechanism, username, password: r.raw('KAFKA_SASL_PASSWORD') };
+  }
+  const sessionTimeoutMs = r.int('KAFKA_SESSION_TIMEOUT_MS', 6000, 300000);
+  const heartbeatIntervalMs = r.int('KAFKA_HEARTBEAT_INTERVAL_MS', 100, 300000);
+  if (heartbeatIntervalMs >= sessionTimeoutMs) {
+    throw new ConfigError('KAFKA_HEARTBEAT_INTERVAL_MS', String(heartbeatIntervalMs), `must be lower than KAFKA_SESSION_TIMEOUT_MS (${sessionTimeoutMs})`);
+  }
+  return {
+    brokers,
+    topics,
+    groupId: r.raw('KAFKA_GROUP_ID'),
+    clientId: r.raw('KAFKA_CLIENT_ID'),
+    from: r.oneOf('KAFKA_FROM', ['earliest', 'latest'] as const),
+    ssl,
+    sasl,
+    sessionTimeoutMs,
+    heartbeatIntervalMs,
+    maxWaitMs: r.int('KAFKA_MAX_WAIT_MS', 0, 60000),
+    maxBytesPerPartition: r.int('KAFKA_MAX_BYTES_PER_PARTITION', 1024, 256 * 1024 * 1024),
+    commitIntervalMs: r.num('COMMIT_INTERVAL_SECONDS', 0.1, 3600) * 1000,
+    idleFlushMs: r.num('IDLE_FLUSH_SECONDS', 0.1, 86400) * 1000,
+    lagIntervalMs: r.num('LAG_INTERVAL_SECONDS', 0.1, 3600) * 1000,
+    retryMaxMs: r.num('KAFKA_RETRY_MAX_SECONDS', 1, 3600) * 1000,
+  };
+}
+
 function parseSource(r: Reader): SourceSpec {
   const s = r.raw('SOURCE');
   if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
@@ -185,8 +266,9 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   if (!Number.isFinite(startMs)) {
     throw new ConfigError('GEN_START', startText, 'an ISO 8601 timestamp like 2020-02-11T12:42:13Z is allowed');
   }
+  const source = parseSource(r);
   const config: Config = {
-    source: parseSource(r),
+    source,
     sink: parseSink(r),
     deadLetter: parseDeadLetter(r),
     format: parseFormat(r),
@@ -213,6 +295,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
       seed: r.int('GEN_SEED', 0, 2 ** 32 - 1),
       rate: r.num('GEN_RATE', 0, 1e9),
     },
+    kafka: parseKafka(r, source.kind === 'kafka'),
     metricsPort: r.int('METRICS_PORT', 0, 65535),
     metricsHost: r.raw('METRICS_HOST'),
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
@@ -264,7 +347,14 @@ export function helpText(): string {
   return lines.join('\n');
 }
 
-/** The effective config for the start-up log, without secrets. */
+/** The effective config for the start-up log, without secrets (passwords, TLS keys). */
 export function redactedConfig(config: Config): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(config)) as Record<string, unknown>;
+  const copy = JSON.parse(JSON.stringify(config)) as Config;
+  if (copy.kafka.sasl !== null) copy.kafka.sasl.password = copy.kafka.sasl.password === '' ? '' : '[redacted]';
+  if (copy.kafka.ssl !== null) {
+    if (copy.kafka.ssl.key !== undefined) copy.kafka.ssl.key = '[redacted]';
+    if (copy.kafka.ssl.cert !== undefined) copy.kafka.ssl.cert = '[pem]';
+    if (copy.kafka.ssl.ca !== undefined) copy.kafka.ssl.ca = '[pem]';
+  }
+  return copy as unknown as Record<string, unknown>;
 }

@@ -13,6 +13,12 @@ export interface Batch {
   readonly positions?: readonly string[];
   /** Optional per-message keys, kept for the dead-letter output. */
   readonly keys?: ReadonlyArray<Buffer | null>;
+  /** Position (Kafka offset) of the first message, and the position after the last one. */
+  readonly startPosition?: number;
+  readonly endPosition?: number;
+  /** Source timestamps (ms) of the first and last message, for lag in seconds. */
+  readonly firstTimestampMs?: number;
+  readonly lastTimestampMs?: number;
 }
 
 export function messageCount(b: Pick<Batch, 'offsets'>): number {

@@ -57,6 +57,36 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       labelNames: ['partition'] as const,
       registers,
     }),
+    replayed: new Counter({
+      name: `${PREFIX}replayed_records_total`,
+      help: 'Records read again after a restart or rebalance and skipped: their window was already emitted, or they were already dead-lettered',
+      registers,
+    }),
+    lagMessages: new Gauge({
+      name: `${PREFIX}consumer_lag_messages`,
+      help: 'High watermark minus the next offset to process, per topic and partition',
+      labelNames: ['topic', 'partition'] as const,
+      registers,
+    }),
+    lagSeconds: new Gauge({
+      name: `${PREFIX}consumer_lag_seconds`,
+      help: 'Age of the oldest record not yet processed (0 when caught up), per topic and partition',
+      labelNames: ['topic', 'partition'] as const,
+      registers,
+    }),
+    commits: new Counter({ name: `${PREFIX}commits_total`, help: 'Offset commits by result', labelNames: ['result'] as const, registers }),
+    commitSeconds: new Histogram({ name: `${PREFIX}commit_seconds`, help: 'Offset commit latency', buckets: SECONDS_BUCKETS, registers }),
+    rebalances: new Counter({ name: `${PREFIX}rebalances_total`, help: 'Consumer group joins (each a new assignment)', registers }),
+    assignedPartitions: new Gauge({ name: `${PREFIX}assigned_partitions`, help: 'Partitions assigned to this instance', registers }),
+    pausedPartitions: new Gauge({ name: `${PREFIX}paused_partitions`, help: 'Partitions paused because the pool is full', registers }),
+    fetchBatchMessages: new Histogram({
+      name: `${PREFIX}fetch_batch_messages`,
+      help: 'Messages per batch fetched from Kafka',
+      buckets: MESSAGE_BUCKETS,
+      registers,
+    }),
+    kafkaConnected: new Gauge({ name: `${PREFIX}kafka_connected`, help: '1 while the consumer is in its group, else 0', registers }),
+    kafkaReconnects: new Counter({ name: `${PREFIX}kafka_reconnects_total`, help: 'Times the consumer was rebuilt after a crash or an unreachable broker', registers }),
     sinkWriteSeconds: new Histogram({
       name: `${PREFIX}sink_write_seconds`,
       help: 'Time to hand one group of rows to the sink, by output',
@@ -70,6 +100,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   for (const r of REJECT_REASONS) m.records.inc({ result: r }, 0);
   m.workerFailures.inc({ retried: 'true' }, 0);
   m.workerFailures.inc({ retried: 'false' }, 0);
+  for (const r of ['ok', 'error']) m.commits.inc({ result: r }, 0);
   return m;
 }
 

@@ -145,11 +145,16 @@ export class DecodePool {
       }
       return { kind: 'poisoned', reason: `worker failed twice on this batch: ${lastErr?.message ?? 'unknown error'}` };
     } finally {
-      this.#inFlight--;
-      const w = this.#waiters;
-      this.#waiters = [];
-      for (const wake of w) wake();
+      this.release();
     }
+  }
+
+  /** Gives back a slot taken by acquire() without running a batch (run() does this itself). */
+  release(): void {
+    this.#inFlight--;
+    const w = this.#waiters;
+    this.#waiters = [];
+    for (const wake of w) wake();
   }
 
   /** Idempotent; waits for in-flight work up to timeoutMs, then terminates the workers. */

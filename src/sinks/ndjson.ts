@@ -1,6 +1,5 @@
 // NDJSON writer over a Writable with backpressure: write() resolves once the stream can take more.
 import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { StreamstatsError } from '../errors.js';
 
@@ -48,7 +47,17 @@ export class NdjsonWriter {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
     const out = this.#stream();
-    if (!out.write(chunk)) await Promise.race([once(out, 'drain'), once(out, 'error')]);
+    if (!out.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('error', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('error', done);
+      });
+    }
     this.#throwIfFailed();
   }
 

@@ -36,6 +36,10 @@ export class WindowStore {
   readonly #seriesRefs = new Map<string, number>();
   #maxEventMs = -Infinity;
   #watermark = -Infinity;
+  /** window start -> smallest source position that contributed to it (commits never pass it) */
+  readonly #minPosition = new Map<number, number>();
+  /** Position after the last applied batch; null before any. */
+  #appliedEnd: number | null = null;
 
   constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget }) {
     this.#windowMs = opts.windowMs;
@@ -64,7 +68,7 @@ export class WindowStore {
    * batch (the watermark moves per batch, like a micro-batch engine's), so results do not depend on
    * which worker finished first.
    */
-  apply(result: DecodeResult): ApplyOutcome {
+  apply(result: DecodeResult, positions?: { start: number; end: number }): ApplyOutcome {
     const late: ApplyOutcome['late'] = [];
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
@@ -96,6 +100,10 @@ export class WindowStore {
         m = emptyMoments();
         win.set(key, m);
       }
+      if (positions !== undefined) {
+        const p = this.#minPosition.get(ws);
+        if (p === undefined || positions.start < p) this.#minPosition.set(ws, positions.start);
+      }
       mergeMoments(m, {
         count,
         mean: cells[o + CELL.MEAN]!,
@@ -108,11 +116,28 @@ export class WindowStore {
       });
       accepted += count;
     }
+    if (positions !== undefined) this.#appliedEnd = positions.end;
     if (result.maxEventMs > this.#maxEventMs) {
       this.#maxEventMs = result.maxEventMs;
       this.#watermark = Math.max(this.#watermark, this.#maxEventMs - this.#latenessMs);
     }
     return { late, overLimit, accepted };
+  }
+
+  /**
+   * The position a commit may name: the oldest position still feeding an open window, or, with no
+   * window open, the position after the last applied batch. A restart from here rebuilds every open
+   * window exactly. Null until a positioned batch was applied.
+   */
+  commitPosition(): number | null {
+    if (this.#appliedEnd === null) return null;
+    let p = this.#appliedEnd;
+    for (const [ws, pos] of this.#minPosition) if (this.#windows.has(ws) && pos < p) p = pos;
+    return p;
+  }
+
+  get appliedEnd(): number | null {
+    return this.#appliedEnd;
   }
 
   /** Moves the watermark forward (idle partitions follow the wall clock); never backward. */
@@ -143,6 +168,7 @@ export class WindowStore {
     for (const ws of starts) {
       const win = this.#windows.get(ws)!;
       this.#windows.delete(ws);
+      this.#minPosition.delete(ws);
       for (const [key, moments] of win) {
         out.push({ key, windowStart: ws, moments });
         const refs = this.#seriesRefs.get(key)! - 1;
