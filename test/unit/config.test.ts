@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { argvToEnv, helpText, parseConfig, type Env } from '../../src/config/index.js';
+import { argvToEnv, helpText, parseConfig, redactedConfig, type Env } from '../../src/config/index.js';
 import { defaultThreads, detectCpus, parseCpuMax, type CpuInfo } from '../../src/config/cpus.js';
 import { OPTIONS, flagFor } from '../../src/config/options.js';
 import { ConfigError, StreamstatsError } from '../../src/errors.js';
@@ -124,7 +124,7 @@ t.test('valid non-default values', async (t) => {
   t.equal(c.progress, 'off');
   t.equal(c.maxFutureSeconds, 0);
   t.same(parseConfig({ SOURCE: 'stdin' }, CPUS).source, { kind: 'stdin' });
-  t.same(parseConfig({ SOURCE: 'kafka' }, CPUS).source, { kind: 'kafka' });
+  t.same(parseConfig({ SOURCE: 'kafka', KAFKA_TOPICS: 'metrics' }, CPUS).source, { kind: 'kafka' });
   t.equal(parseConfig({ WORKER_THREADS: '256' }, CPUS).workerThreads, 256, 'upper bound allowed');
   t.equal(parseConfig({ WORKER_THREADS: '5', POOL_QUEUE: '1' }, CPUS).poolQueue, 1, 'explicit POOL_QUEUE');
   t.equal(parseConfig({ WORKER_THREADS: '5' }, CPUS).poolQueue, 11, 'POOL_QUEUE auto follows WORKER_THREADS');
@@ -195,6 +195,25 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ DEAD_LETTER: 'none' }, 'DEAD_LETTER', 'none', /file:PATH or stderr/],
     [{ DEAD_LETTER: 'file:' }, 'DEAD_LETTER', 'file:', /file:PATH or stderr/],
     [{ GROUP_BY: ',' }, 'GROUP_BY', ',', /dimension names \(no empty names\)/],
+    [{ KAFKA_BROKERS: 'localhost' }, 'KAFKA_BROKERS', 'localhost', /comma list of host:port/],
+    [{ SOURCE: 'kafka' }, 'KAFKA_TOPICS', '', /needs at least one topic/],
+    [{ KAFKA_TOPICS: 'a b' }, 'KAFKA_TOPICS', 'a b', /topic names of letters/],
+    [{ KAFKA_FROM: 'middle' }, 'KAFKA_FROM', 'middle', /one of earliest, latest/],
+    [{ KAFKA_SSL: 'yes' }, 'KAFKA_SSL', 'yes', /one of true, false/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_CA: '/nonexistent/ca.pem' }, 'KAFKA_SSL_CA', '/nonexistent/ca.pem', /readable PEM file/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_CERT: '/nonexistent/c.pem' }, 'KAFKA_SSL_CERT', '/nonexistent/c.pem', /readable PEM file/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_KEY: '/nonexistent/k.pem' }, 'KAFKA_SSL_KEY', '/nonexistent/k.pem', /readable PEM file/],
+    [{ KAFKA_SSL: 'true', KAFKA_SSL_REJECT_UNAUTHORIZED: 'no' }, 'KAFKA_SSL_REJECT_UNAUTHORIZED', 'no', /one of true, false/],
+    [{ KAFKA_SASL_MECHANISM: 'gssapi' }, 'KAFKA_SASL_MECHANISM', 'gssapi', /one of plain, scram-sha-256, scram-sha-512/],
+    [{ KAFKA_SASL_MECHANISM: 'plain' }, 'KAFKA_SASL_USERNAME', '', /needs a user name/],
+    [{ KAFKA_SESSION_TIMEOUT_MS: '100' }, 'KAFKA_SESSION_TIMEOUT_MS', '100', INT(6000, 300000)],
+    [{ KAFKA_HEARTBEAT_INTERVAL_MS: '30000' }, 'KAFKA_HEARTBEAT_INTERVAL_MS', '30000', /lower than KAFKA_SESSION_TIMEOUT_MS \(30000\)/],
+    [{ KAFKA_MAX_WAIT_MS: '-1' }, 'KAFKA_MAX_WAIT_MS', '-1', INT(0, 60000)],
+    [{ KAFKA_MAX_BYTES_PER_PARTITION: '10' }, 'KAFKA_MAX_BYTES_PER_PARTITION', '10', /integer from 1024/],
+    [{ COMMIT_INTERVAL_SECONDS: '0' }, 'COMMIT_INTERVAL_SECONDS', '0', NUM(0.1, 3600)],
+    [{ IDLE_FLUSH_SECONDS: 'x' }, 'IDLE_FLUSH_SECONDS', 'x', NUM(0.1, 86400)],
+    [{ LAG_INTERVAL_SECONDS: '0' }, 'LAG_INTERVAL_SECONDS', '0', NUM(0.1, 3600)],
+    [{ KAFKA_RETRY_MAX_SECONDS: '0' }, 'KAFKA_RETRY_MAX_SECONDS', '0', NUM(1, 3600)],
     [{ GROUP_BY: 'a,,b' }, 'GROUP_BY', 'a,,b', /no empty names/],
     [{ GROUP_BY: 'host, ' }, 'GROUP_BY', 'host,', /no empty names/],
     [{ FORMAT: 'json' }, 'JSON_NAME', '', /FORMAT=json needs/],
@@ -257,7 +276,7 @@ t.test('every validation path names the variable, the value and what is allowed'
 
   // Every option with a checked value has at least one case above.
   const tested = new Set(cases.map(([, v]) => v));
-  const unchecked = new Set(['METRICS_HOST', 'JSON_NAME', 'JSON_UNIT', 'JSON_DIMENSIONS', 'JSON_TIMESTAMP', 'JSON_VALUE']);
+  const unchecked = new Set(['KAFKA_GROUP_ID', 'KAFKA_CLIENT_ID', 'KAFKA_SASL_PASSWORD', 'METRICS_HOST', 'JSON_NAME', 'JSON_UNIT', 'JSON_DIMENSIONS', 'JSON_TIMESTAMP', 'JSON_VALUE']);
   for (const o of OPTIONS) if (!unchecked.has(o.env)) t.ok(tested.has(o.env), `${o.env} has a validation case`);
 });
 
@@ -399,4 +418,12 @@ t.test('detectCpus with a fake cgroup root', async (t) => {
   // End to end: auto threads from a detected quota.
   const c = parseConfig({ WORKER_THREADS: 'auto' }, detectCpus(dir({ 'cpu.max': '300000 100000' })));
   t.equal(c.workerThreads, Math.max(1, Math.min(host, 3) - 1), 'auto threads follow the cgroup quota');
+});
+
+t.test('secrets never reach the start-up log: SASL password and TLS key are redacted', async (t) => {
+  const c = parseConfig({ SOURCE: 'kafka', KAFKA_TOPICS: 'm', KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'hunter2-secret' }, CPUS);
+  t.equal(c.kafka.sasl?.password, 'hunter2-secret', 'the client gets the password');
+  const logged = JSON.stringify(redactedConfig(c));
+  t.notMatch(logged, /hunter2-secret/, 'the log does not');
+  t.match(logged, /\[redacted\]/);
 });
