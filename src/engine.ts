@@ -158,11 +158,11 @@ export class Engine {
     return this.#partitions.get(p)?.safe ?? null;
   }
 
-  #snapshot(s: PartitionState): void {
+  #point(s: PartitionState): CommitPoint | null {
     const position = s.store.commitPosition();
     const appliedEnd = s.store.appliedEnd;
-    if (position === null || appliedEnd === null) return;
-    s.safe = { position, watermarkMs: s.store.watermark, appliedEnd };
+    if (position === null || appliedEnd === null) return null;
+    return { position, watermarkMs: s.store.watermark, appliedEnd };
   }
 
   /** Position after the last applied batch. */
@@ -279,8 +279,7 @@ export class Engine {
       try {
         s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
         this.#setWatermarkGauge(p, s);
-        await this.#emit(p, s.store.takeClosed());
-        this.#snapshot(s);
+        await this.#emit(p, s.store.takeClosed(), s);
         this.#updateGauges();
       } catch (err) {
         this.#fatal ??= err instanceof Error ? err : new Error(String(err));
@@ -336,8 +335,7 @@ export class Engine {
       await this.#deadLetterCells(state, batch, applied.late, applied.overLimit, watermarkBefore, nowMs);
     }
     this.#setWatermarkGauge(batch.partition, state);
-    await this.#emit(batch.partition, store.takeClosed());
-    this.#snapshot(state);
+    await this.#emit(batch.partition, store.takeClosed(), state);
     this.#updateGauges();
   }
 
@@ -435,13 +433,22 @@ export class Engine {
     return e;
   }
 
-  async #emit(partition: number, cells: readonly ClosedCell[]): Promise<void> {
-    if (cells.length === 0) return;
+  /**
+   * Hands closed windows to the sink. With a partitioned source, the partition's commit point after
+   * this emission goes along, so a sink that stores positions writes both in one transaction.
+   */
+  async #emit(partition: number, cells: readonly ClosedCell[], state?: PartitionState): Promise<void> {
+    const point = state === undefined ? null : this.#point(state);
+    if (cells.length === 0) {
+      if (state !== undefined && point !== null) state.safe = point;
+      return;
+    }
     const ident = this.#o.rowIdentity?.(partition);
     const batch = this.#rows.format(cells, ident);
     const end = this.#o.metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
-    await this.#o.sink.write(batch);
+    await this.#o.sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined);
     end();
+    if (state !== undefined && point !== null) state.safe = point;
     this.#o.metrics.windowsEmitted.inc(cells.length);
     this.totals.rows += cells.length;
   }

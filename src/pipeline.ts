@@ -106,7 +106,7 @@ export class Pipeline {
       },
     });
     metrics.poolThreads.set(config.workerThreads);
-    const sink = createSink(config.sink);
+    const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId });
     const deadLetter = createDeadLetter(config.deadLetter);
     let kafka: KafkaSource | null = null;
     const engine: Engine = new Engine({
@@ -133,6 +133,7 @@ export class Pipeline {
         batchSize: config.batchSize,
         batchMaxBytes: config.batchMaxBytes,
         intakeHigh: Math.max(2, config.poolQueue),
+        ...(sink.ownsPositions === true ? { positions: sink } : {}),
       });
       source = kafka;
     } else {

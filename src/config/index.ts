@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { FieldRef, FormatSpec, JsonMapping } from '../core/formats/index.js';
 import { parseIsoTimestamp } from '../core/record.js';
+import { redactUrl } from './redact.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
 
 export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
-export type SinkSpec = { kind: 'stdout' } | { kind: 'file'; path: string };
+export type SinkSpec = { kind: 'stdout' } | { kind: 'file'; path: string } | { kind: 'postgres'; url: string };
 export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' };
 
 export interface GeneratorConfig {
@@ -227,7 +228,15 @@ function parseSink(r: Reader): SinkSpec {
   const s = r.raw('SINK');
   if (s === 'stdout') return { kind: 'stdout' };
   if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
-  throw new ConfigError('SINK', s, 'stdout or file:PATH is allowed');
+  if (/^postgres(ql)?:\/\/./.test(s)) {
+    try {
+      new URL(s);
+    } catch {
+      throw new ConfigError('SINK', redactUrl(s), 'a postgres://user:password@host:port/database URL is allowed');
+    }
+    return { kind: 'postgres', url: s };
+  }
+  throw new ConfigError('SINK', redactUrl(s), 'stdout, file:PATH or postgres://… is allowed');
 }
 
 function parseDeadLetter(r: Reader): DeadLetterSpec {
@@ -350,6 +359,7 @@ export function helpText(): string {
 /** The effective config for the start-up log, without secrets (passwords, TLS keys). */
 export function redactedConfig(config: Config): Record<string, unknown> {
   const copy = JSON.parse(JSON.stringify(config)) as Config;
+  if (copy.sink.kind === 'postgres') copy.sink.url = redactUrl(copy.sink.url);
   if (copy.kafka.sasl !== null) copy.kafka.sasl.password = copy.kafka.sasl.password === '' ? '' : '[redacted]';
   if (copy.kafka.ssl !== null) {
     if (copy.kafka.ssl.key !== undefined) copy.kafka.ssl.key = '[redacted]';

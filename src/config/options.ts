@@ -13,7 +13,7 @@ export interface OptionDoc {
 
 export const OPTIONS = [
   { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
-  { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON statistics rows)' },
+  { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka)', secret: true },
   { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr: where rejected records go, with their reason' },
   { env: 'FORMAT', default: 'monasca', group: 'format', help: 'monasca | ceilometer | json' },
   { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },

@@ -1,6 +1,7 @@
 // A closed window as a statistics row, with the field names of the OpenStack Ceilometer v2
 // Statistics result (plus name and stddev, and the identity a sink can upsert by).
 import { stddev, type Moments } from '../core/stats.js';
+import type { SketchData } from '../core/sketch.js';
 import { groupbyObject, parseSeriesKey } from '../core/series.js';
 
 export interface StatsRow {
@@ -22,6 +23,9 @@ export interface StatsRow {
   /** Identity for upserts when the source is partitioned (Kafka). */
   topic?: string;
   partition?: number;
+  /** PERCENTILES: the requested quantiles ("p95": value) and the mergeable sketch they come from. */
+  percentiles?: Record<string, number>;
+  sketch?: SketchData;
 }
 
 /** Rows of one emission, plus their NDJSON text built without re-serialising each row's identity. */

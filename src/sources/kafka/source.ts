@@ -15,6 +15,7 @@ import { BatchBuilder } from '../../core/batch.js';
 import type { Engine } from '../../engine.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { SourceBatch } from '../types.js';
+import type { PartitionPositions, Sink } from '../../sinks/index.js';
 import { kafkajsConfig } from './client.js';
 import { registerCodecs } from './codecs.js';
 
@@ -27,6 +28,8 @@ export interface KafkaSourceOptions {
   readonly batchMaxBytes: number;
   /** Batches waiting for the engine before partitions are paused. */
   readonly intakeHigh: number;
+  /** A sink that stores positions with its rows: where a partition resumes is read from it. */
+  readonly positions?: Pick<Sink, 'readPositions'>;
 }
 
 interface TopicPartition {
@@ -46,6 +49,8 @@ interface Live {
   start: number | null;
   paused: boolean;
   lastCommitted: string | null;
+  /** Set when the sink's stored position differs from where kafkajs starts: the first batch seeks. */
+  seekTo: number | null;
 }
 
 interface IntakeItem {
@@ -261,7 +266,7 @@ export class KafkaSource {
     for (const tp of tps) {
       const id = this.#nextId++;
       this.#identity.set(id, tp);
-      this.#live.set(key(tp), { id, tp, gen, ready, hw: null, start: null, paused: false, lastCommitted: null });
+      this.#live.set(key(tp), { id, tp, gen, ready, hw: null, start: null, paused: false, lastCommitted: null, seekTo: null });
     }
     metrics.assignedPartitions.set(tps.length);
     metrics.pausedPartitions.set(0);
@@ -277,6 +282,7 @@ export class KafkaSource {
     const topics = [...new Set(tps.map((t) => t.topic))];
     const committed = new Map<string, { offset: number; meta: CommitMeta | null }>();
     const ends = new Map<string, { low: number; high: number }>();
+    const stored = new Map<string, PartitionPositions>();
     for (let attempt = 1; attempt <= 5 && topics.length > 0; attempt++) {
       try {
         const admin = this.#admin;
@@ -291,6 +297,11 @@ export class KafkaSource {
           for (const o of await admin.fetchTopicOffsets(topic)) {
             ends.set(`${topic}:${o.partition}`, { low: Number(o.low), high: Number(o.high) });
           }
+          const reader = this.#o.positions?.readPositions;
+          if (reader !== undefined) {
+            const parts = tps.filter((t) => t.topic === topic).map((t) => t.partition);
+            for (const [p, pos] of await reader.call(this.#o.positions, topic, parts)) stored.set(`${topic}:${p}`, pos);
+          }
         }
         break;
       } catch (err) {
@@ -304,10 +315,19 @@ export class KafkaSource {
       if (l === undefined || l.gen !== gen) continue;
       const c = committed.get(key(tp));
       const e = ends.get(key(tp));
+      if (e !== undefined) l.hw = e.high;
+      const s = stored.get(key(tp));
+      if (s !== undefined) {
+        // The sink's position was written with its rows: it, not the group's commit, is the truth.
+        engine.openPartition(l.id, { watermarkMs: s.watermarkMs, replayBefore: s.appliedEnd });
+        l.start = s.position;
+        if (c === undefined || c.offset !== s.position) l.seekTo = s.position;
+        logger.info({ partition: key(tp), offset: s.position, watermark: new Date(s.watermarkMs).toISOString() }, 'kafka: resuming from the position stored in the sink');
+        continue;
+      }
       const meta = c?.meta ?? null;
       engine.openPartition(l.id, meta === null ? {} : { watermarkMs: meta.wm, replayBefore: meta.hi });
       l.start = c !== undefined && c.offset >= 0 ? c.offset : e === undefined ? null : kafka.from === 'earliest' ? e.low : e.high;
-      if (e !== undefined) l.hw = e.high;
       if (meta !== null) logger.info({ partition: key(tp), offset: c?.offset, watermark: new Date(meta.wm).toISOString(), replayBefore: meta.hi }, 'kafka: resuming from commit');
     }
   }
@@ -319,6 +339,15 @@ export class KafkaSource {
     if (l === undefined) return;
     await l.ready;
     if (this.#live.get(key(batch)) !== l || isStale()) return;
+    if (l.seekTo !== null) {
+      const to = l.seekTo;
+      l.seekTo = null;
+      if (Number(batch.firstOffset()) !== to && this.#consumer !== null) {
+        // kafkajs started from the group's commit; the sink's position wins. Drop this batch.
+        this.#consumer.seek({ topic: l.tp.topic, partition: l.tp.partition, offset: String(to) });
+        return;
+      }
+    }
     metrics.fetchBatchMessages.observe(batch.messages.length);
     const hw = Number(batch.highWatermark);
     if (Number.isFinite(hw)) l.hw = hw;
