@@ -27,6 +27,9 @@ export interface EngineOptions {
   readonly allowedLatenessSeconds: number;
   readonly maxSeries: number;
   readonly decoder: Decoder;
+  /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
+  readonly percentiles?: readonly number[];
+  readonly percentileAccuracy?: number;
   /**
    * Embedded sources get a partition state on first use; the Kafka source opens partitions itself on
    * assignment, and batches for a partition it dropped (revoked) are ignored.
@@ -98,7 +101,7 @@ export class Engine {
     this.#o = opts;
     this.#windowMs = opts.windowSeconds * 1000;
     this.#budget = new SeriesBudget(opts.maxSeries);
-    this.#rows = new RowFormatter(this.#windowMs, opts.maxSeries);
+    this.#rows = new RowFormatter(this.#windowMs, opts.maxSeries, opts.percentiles ?? []);
     this.#maxPending = 2 * opts.pool.stats.maxInFlight;
   }
 
@@ -123,7 +126,12 @@ export class Engine {
   openPartition(p: number, init: PartitionInit): PartitionState {
     const old = this.#partitions.get(p);
     if (old !== undefined) this.dropPartition(p);
-    const store = new WindowStore({ windowMs: this.#windowMs, latenessMs: this.#o.allowedLatenessSeconds * 1000, budget: this.#budget });
+    const store = new WindowStore({
+      windowMs: this.#windowMs,
+      latenessMs: this.#o.allowedLatenessSeconds * 1000,
+      budget: this.#budget,
+      sketchAccuracy: (this.#o.percentiles?.length ?? 0) > 0 ? (this.#o.percentileAccuracy ?? 0.01) : 0,
+    });
     if (init.watermarkMs !== undefined) store.advanceWatermark(init.watermarkMs);
     const s: PartitionState = {
       store,
@@ -430,6 +438,11 @@ export class Engine {
     if (pos !== undefined) e.offset = pos;
     const key = batch.keys?.[msg];
     if (key !== undefined && key !== null) e.key = key.toString('base64');
+    const id = this.#o.rowIdentity?.(batch.partition);
+    if (id !== undefined) {
+      e.topic = id.topic;
+      e.kafka_partition = id.partition;
+    }
     return e;
   }
 

@@ -36,6 +36,7 @@ export function decoderSettings(config: Config): DecoderSettings {
     maxMessageBytes: config.maxMessageBytes,
     maxDimensions: config.maxDimensions,
     maxFutureMs: config.maxFutureSeconds * 1000,
+    sketchAccuracy: config.percentiles.length > 0 ? config.percentileAccuracy : 0,
   };
 }
 
@@ -106,8 +107,8 @@ export class Pipeline {
       },
     });
     metrics.poolThreads.set(config.workerThreads);
-    const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId });
-    const deadLetter = createDeadLetter(config.deadLetter);
+    const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId, kafka: config.kafka });
+    const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka });
     let kafka: KafkaSource | null = null;
     const engine: Engine = new Engine({
       pool,
@@ -120,6 +121,8 @@ export class Pipeline {
       allowedLatenessSeconds: config.allowedLatenessSeconds,
       maxSeries: config.maxSeries,
       decoder: new Decoder(settings),
+      percentiles: config.percentiles,
+      percentileAccuracy: config.percentileAccuracy,
       autoOpenPartitions: config.source.kind !== 'kafka',
       rowIdentity: (p) => kafka?.identity(p),
     });

@@ -9,8 +9,13 @@ import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
 
 export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
-export type SinkSpec = { kind: 'stdout' } | { kind: 'file'; path: string } | { kind: 'postgres'; url: string };
-export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' };
+export type OutputCompression = 'none' | 'gzip' | 'snappy' | 'lz4';
+export type SinkSpec =
+  | { kind: 'stdout' }
+  | { kind: 'file'; path: string }
+  | { kind: 'postgres'; url: string }
+  | { kind: 'kafka'; topic: string; exactlyOnce: boolean; compression: OutputCompression };
+export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' } | { kind: 'kafka'; topic: string; compression: OutputCompression };
 
 export interface GeneratorConfig {
   count: number;
@@ -48,6 +53,9 @@ export interface Config {
   groupBy: string[] | null;
   windowSeconds: number;
   allowedLatenessSeconds: number;
+  /** Percentiles (0..100) to report per window; empty = no sketches. */
+  percentiles: number[];
+  percentileAccuracy: number;
   maxSeries: number;
   maxDimensions: number;
   maxMessageBytes: number;
@@ -217,6 +225,16 @@ function parseKafka(r: Reader, required: boolean): KafkaConfig {
   };
 }
 
+function parsePercentiles(r: Reader): number[] {
+  const text = r.raw('PERCENTILES');
+  if (text === '') return [];
+  const out = list(text).map(Number);
+  if (out.length === 0 || out.some((p) => !Number.isFinite(p) || p < 0 || p > 100)) {
+    throw new ConfigError('PERCENTILES', text, 'a comma list of numbers from 0 to 100 (e.g. 50,95,99) is allowed');
+  }
+  return out;
+}
+
 function parseSource(r: Reader): SourceSpec {
   const s = r.raw('SOURCE');
   if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
@@ -228,6 +246,16 @@ function parseSink(r: Reader): SinkSpec {
   const s = r.raw('SINK');
   if (s === 'stdout') return { kind: 'stdout' };
   if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  if (s === 'kafka') {
+    const topic = r.raw('OUTPUT_TOPIC');
+    if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new ConfigError('OUTPUT_TOPIC', topic, 'SINK=kafka needs a topic name of letters, digits, ".", "_" and "-"');
+    return {
+      kind: 'kafka',
+      topic,
+      exactlyOnce: r.oneOf('EXACTLY_ONCE', ['true', 'false'] as const) === 'true',
+      compression: r.oneOf('OUTPUT_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4'] as const),
+    };
+  }
   if (/^postgres(ql)?:\/\/./.test(s)) {
     try {
       new URL(s);
@@ -236,14 +264,19 @@ function parseSink(r: Reader): SinkSpec {
     }
     return { kind: 'postgres', url: s };
   }
-  throw new ConfigError('SINK', redactUrl(s), 'stdout, file:PATH or postgres://… is allowed');
+  throw new ConfigError('SINK', redactUrl(s), 'stdout, file:PATH, postgres://… or kafka is allowed');
 }
 
 function parseDeadLetter(r: Reader): DeadLetterSpec {
   const s = r.raw('DEAD_LETTER');
   if (s === 'stderr') return { kind: 'stderr' };
   if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
-  throw new ConfigError('DEAD_LETTER', s, 'file:PATH or stderr is allowed (rejected records are never dropped)');
+  if (s === 'kafka') {
+    const topic = r.raw('DLQ_TOPIC');
+    if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new ConfigError('DLQ_TOPIC', topic, 'DEAD_LETTER=kafka needs a topic name of letters, digits, ".", "_" and "-"');
+    return { kind: 'kafka', topic, compression: r.oneOf('OUTPUT_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4'] as const) };
+  }
+  throw new ConfigError('DEAD_LETTER', s, 'file:PATH, stderr or kafka is allowed (rejected records are never dropped)');
 }
 
 export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
@@ -276,14 +309,20 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     throw new ConfigError('GEN_START', startText, 'an ISO 8601 timestamp like 2020-02-11T12:42:13Z is allowed');
   }
   const source = parseSource(r);
+  const sink = parseSink(r);
+  if (r.raw('EXACTLY_ONCE') === 'true' && sink.kind !== 'kafka') {
+    throw new ConfigError('EXACTLY_ONCE', 'true', 'only with SINK=kafka (a postgres:// sink is exactly-once on its own)');
+  }
   const config: Config = {
     source,
-    sink: parseSink(r),
+    sink,
     deadLetter: parseDeadLetter(r),
     format: parseFormat(r),
     groupBy,
     windowSeconds: r.int('WINDOW_SECONDS', 1, 86400),
     allowedLatenessSeconds: r.num('ALLOWED_LATENESS_SECONDS', 0, 86400 * 7),
+    percentiles: parsePercentiles(r),
+    percentileAccuracy: r.num('PERCENTILE_ACCURACY', 0.0001, 0.1),
     maxSeries: r.int('MAX_SERIES', 1, 100_000_000),
     maxDimensions: r.int('MAX_DIMENSIONS', 0, 10_000),
     maxMessageBytes: r.int('MAX_MESSAGE_BYTES', 16, 256 * 1024 * 1024),

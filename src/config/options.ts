@@ -13,8 +13,12 @@ export interface OptionDoc {
 
 export const OPTIONS = [
   { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
-  { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka)', secret: true },
-  { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr: where rejected records go, with their reason' },
+  { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka) | kafka (to OUTPUT_TOPIC)', secret: true },
+  { env: 'OUTPUT_TOPIC', default: '', group: 'io', help: 'SINK=kafka: topic of the statistics rows (JSON keyed by row identity)' },
+  { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', help: 'SINK=kafka and DEAD_LETTER=kafka: none | gzip | snappy | lz4' },
+  { env: 'EXACTLY_ONCE', default: 'false', group: 'io', help: 'SINK=kafka: true = rows and consumed offsets commit in one Kafka transaction (read with read_committed)' },
+  { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr | kafka (to DLQ_TOPIC): where rejected records go, with their reason' },
+  { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
   { env: 'FORMAT', default: 'monasca', group: 'format', help: 'monasca | ceilometer | json' },
   { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
   { env: 'JSON_VALUE', default: '=1', group: 'format', help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
@@ -24,6 +28,8 @@ export const OPTIONS = [
   { env: 'GROUP_BY', default: '', group: 'windows', help: 'comma list of dimension names a series is keyed by; empty = all dimensions' },
   { env: 'WINDOW_SECONDS', default: '60', group: 'windows', help: 'tumbling event-time window length, aligned to the epoch (1..86400, whole seconds)' },
   { env: 'ALLOWED_LATENESS_SECONDS', default: '5', group: 'windows', help: 'watermark = max event time seen - this; later records are dead-lettered as late' },
+  { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
+  { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', help: 'relative accuracy of the percentile sketch (0.0001..0.1)' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
   { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record; more is rejected (too_many_dimensions)' },
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', help: 'larger messages are rejected (too_large)' },

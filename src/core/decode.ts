@@ -6,6 +6,7 @@ import { extractorFor, type Extractor } from './formats/index.js';
 import { CELL, type DecodeResult, type DecoderSettings, type Reject } from './messages.js';
 import { RecordError, isPlainObject, safeStringify, show, type SampleRecord } from './record.js';
 import { seriesKey } from './series.js';
+import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
 export type ParsedMessage = { ok: true; value: unknown } | { ok: false; reason: Reject['reason']; detail: string };
@@ -136,6 +137,9 @@ export class Decoder {
     let ok = 0;
     let maxEventMs = -Infinity;
     const rejects: Reject[] = [];
+    // Per cell: bucket code -> count (only with PERCENTILES).
+    const logGamma = this.#settings.sketchAccuracy > 0 ? logGammaOf(this.#settings.sketchAccuracy) : 0;
+    const sketches: Array<Map<number, number>> | null = logGamma > 0 ? [] : null;
 
     const records = this.forEachRecord(
       buf,
@@ -179,6 +183,7 @@ export class Decoder {
             cells[o + CELL.TS_MIN] = Infinity;
             cells[o + CELL.TS_MAX] = -Infinity;
             otherCells.set(k2, c);
+            sketches?.push(new Map());
           }
           lastWindow[s] = ws;
           lastCell[s] = c;
@@ -200,11 +205,17 @@ export class Decoder {
         if (ts < cells[o + CELL.TS_MIN]!) cells[o + CELL.TS_MIN] = ts;
         if (ts > cells[o + CELL.TS_MAX]!) cells[o + CELL.TS_MAX] = ts;
         if (ts > maxEventMs) maxEventMs = ts;
+        if (sketches !== null) {
+          const sk = sketches[c]!;
+          const code = bucketCode(x, logGamma);
+          sk.set(code, (sk.get(code) ?? 0) + 1);
+        }
         ok++;
       },
       (r) => rejects.push(r),
     );
 
+    const packed = sketches === null ? {} : packSketches(sketches);
     return {
       kind: 'partials',
       records,
@@ -213,7 +224,27 @@ export class Decoder {
       cells: cells.slice(0, nCells * CELL.STRIDE),
       rejects,
       maxEventMs,
+      ...packed,
       decodeSeconds: (performance.now() - t0) / 1000,
     };
   }
+}
+
+function packSketches(sketches: ReadonlyArray<Map<number, number>>): { sketchOffsets: Uint32Array; sketchPairs: Float64Array } {
+  const sketchOffsets = new Uint32Array(sketches.length + 1);
+  let n = 0;
+  for (let i = 0; i < sketches.length; i++) {
+    sketchOffsets[i] = n;
+    n += sketches[i]!.size;
+  }
+  sketchOffsets[sketches.length] = n;
+  const sketchPairs = new Float64Array(2 * n);
+  let j = 0;
+  for (const m of sketches) {
+    for (const [code, count] of m) {
+      sketchPairs[j++] = code;
+      sketchPairs[j++] = count;
+    }
+  }
+  return { sketchOffsets, sketchPairs };
 }

@@ -14,6 +14,8 @@ export interface DecoderSettings {
   readonly maxDimensions: number;
   /** Records whose event time is further than this ahead of the wall clock are rejected; 0 = no check. */
   readonly maxFutureMs: number;
+  /** Relative accuracy of the per-window quantile sketch; 0 = no sketches (PERCENTILES unset). */
+  readonly sketchAccuracy: number;
 }
 
 /** A batch of raw messages packed into one transferable buffer. */
@@ -84,6 +86,12 @@ export interface DecodeResult {
   /** CELL.STRIDE numbers per (series, window) partial. */
   readonly cells: Float64Array;
   readonly rejects: Reject[];
+  /**
+   * With sketches on: cell i's buckets are the (code, count) pairs sketchPairs[2*j], sketchPairs[2*j+1]
+   * for j in [sketchOffsets[i], sketchOffsets[i+1]) (codes from core/sketch.ts bucketCode).
+   */
+  readonly sketchOffsets?: Uint32Array;
+  readonly sketchPairs?: Float64Array;
   /** Largest event time (ms) among accepted records; -Infinity when none. */
   readonly maxEventMs: number;
   /** Time spent parsing + aggregating inside the decoder, in seconds (measured where it ran). */

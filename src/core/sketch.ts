@@ -17,6 +17,19 @@ export interface SketchData {
   count: number;
 }
 
+/** Bucket codes let workers ship sketches as numbers: 2k = positive bucket k, 2k+1 = negative bucket k. */
+export const ZERO_CODE = 2 ** 52;
+
+export function logGammaOf(alpha: number): number {
+  return Math.log((1 + alpha) / (1 - alpha));
+}
+
+export function bucketCode(v: number, logGamma: number): number {
+  if (v > Sketch.MIN_INDEXABLE) return 2 * Math.ceil(Math.log(v) / logGamma);
+  if (v < -Sketch.MIN_INDEXABLE) return 2 * Math.ceil(Math.log(-v) / logGamma) + 1;
+  return ZERO_CODE;
+}
+
 export class Sketch {
   readonly alpha: number;
   readonly #gamma: number;
@@ -35,6 +48,14 @@ export class Sketch {
 
   /** Values this close to 0 count as 0 (the log of a subnormal is not worth a bucket). */
   static readonly MIN_INDEXABLE = 1e-300;
+
+  /** Adds n values of the bucket a worker encoded with bucketCode(). */
+  addCode(code: number, n: number): void {
+    this.count += n;
+    if (code === ZERO_CODE) this.zero += n;
+    else if (code % 2 === 0) bump(this.pos, code / 2, n);
+    else bump(this.neg, (code - 1) / 2, n);
+  }
 
   add(v: number, n = 1): void {
     this.count += n;

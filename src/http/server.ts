@@ -1,5 +1,5 @@
 // /metrics, /healthz (process alive), /readyz (source connected and pipeline running).
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 
@@ -10,6 +10,8 @@ export interface HttpOptions {
   readonly ready: () => boolean;
   /** Refresh gauges that are sampled, not pushed, right before a scrape. */
   readonly beforeScrape?: () => void;
+  /** More routes (the statistics API), consulted before the 404: true when the request was handled. */
+  readonly routes?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
 }
 
 export class HttpServer {
@@ -35,7 +37,20 @@ export class HttpServer {
         const ok = opts.ready();
         res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready\n' : 'not ready\n');
       } else {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /healthz, /readyz\n');
+        const notFound = () => res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /healthz, /readyz\n');
+        const handled = opts.routes?.(req, res) ?? false;
+        if (handled === false) notFound();
+        else if (handled !== true) {
+          handled.then(
+            (h) => {
+              if (!h) notFound();
+            },
+            (err: Error) => {
+              if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+              res.end(`request failed: ${err.message}\n`);
+            },
+          );
+        }
       }
     });
   }

@@ -3,6 +3,9 @@
 import type { DeadLetterSpec } from '../config/index.js';
 import type { RejectReason } from '../core/messages.js';
 import { NdjsonWriter } from './ndjson.js';
+import { KafkaDeadLetter } from './dead-letter-kafka.js';
+import type { Logger } from 'pino';
+import type { KafkaConfig } from '../config/index.js';
 
 export interface DeadLetterEntry {
   time: string;
@@ -20,6 +23,9 @@ export interface DeadLetterEntry {
   value: string;
   value_encoding: 'utf8' | 'base64';
   key?: string;
+  /** Kafka source: the record's topic and partition (partition above is the engine's own id). */
+  topic?: string;
+  kafka_partition?: number;
 }
 
 export interface DeadLetter {
@@ -28,7 +34,8 @@ export interface DeadLetter {
   close(): Promise<void>;
 }
 
-export function createDeadLetter(spec: DeadLetterSpec): DeadLetter {
+export function createDeadLetter(spec: DeadLetterSpec, deps: { logger: Logger; kafka: KafkaConfig }): DeadLetter {
+  if (spec.kind === 'kafka') return new KafkaDeadLetter({ kafka: deps.kafka, topic: spec.topic, compression: spec.compression, logger: deps.logger });
   const w = spec.kind === 'stderr' ? new NdjsonWriter(process.stderr, false, 'stderr') : NdjsonWriter.toFile(spec.path);
   return {
     describe: w.describe,

@@ -5,6 +5,8 @@ import type { CommitPoint } from '../engine.js';
 import type { RowBatch } from '../windows/row.js';
 import { NdjsonWriter } from './ndjson.js';
 import { PostgresSink } from './postgres/sink.js';
+import { KafkaSink } from './kafka.js';
+import type { KafkaConfig } from '../config/index.js';
 
 /** For a Kafka source: the partition's commit point, written in the same transaction as the rows. */
 export interface SinkCommit {
@@ -31,8 +33,17 @@ export interface Sink {
   close(): Promise<void>;
 }
 
-export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string }): Promise<Sink> {
+export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string; kafka: KafkaConfig }): Promise<Sink> {
   switch (spec.kind) {
+    case 'kafka':
+      return new KafkaSink({
+        kafka: deps.kafka,
+        topic: spec.topic,
+        exactlyOnce: spec.exactlyOnce,
+        groupId: deps.groupId,
+        compression: spec.compression,
+        logger: deps.logger,
+      });
     case 'postgres':
       return PostgresSink.open(spec.url, deps);
     case 'stdout':

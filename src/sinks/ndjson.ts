@@ -69,13 +69,24 @@ export class NdjsonWriter {
   close(): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
       const out = this.#out;
-      if (out === null) {
+      if (out === null || this.#error !== null) {
+        // Nothing written, or the stream is broken (EPIPE): nothing more will drain.
         resolve();
       } else if (!this.#ownsStream) {
         // stdout/stderr stay open for the logger; wait until what we wrote is flushed.
-        if (out.writableNeedDrain) out.once('drain', () => resolve());
-        else resolve();
+        if (!out.writableNeedDrain) {
+          resolve();
+          return;
+        }
+        const done = () => {
+          out.off('drain', done);
+          out.off('error', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('error', done);
       } else {
+        out.once('error', () => resolve());
         out.end(() => resolve());
       }
     });

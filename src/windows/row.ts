@@ -1,7 +1,7 @@
 // A closed window as a statistics row, with the field names of the OpenStack Ceilometer v2
 // Statistics result (plus name and stddev, and the identity a sink can upsert by).
 import { stddev, type Moments } from '../core/stats.js';
-import type { SketchData } from '../core/sketch.js';
+import type { Sketch, SketchData } from '../core/sketch.js';
 import { groupbyObject, parseSeriesKey } from '../core/series.js';
 
 export interface StatsRow {
@@ -53,9 +53,11 @@ export class RowFormatter {
   constructor(
     private readonly windowMs: number,
     private readonly maxEntries: number,
+    /** Percentiles (0..100) read from each cell's sketch. */
+    private readonly percentiles: readonly number[] = [],
   ) {}
 
-  format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments }>, where?: { topic: string; partition: number }): RowBatch {
+  format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments; sketch?: Sketch }>, where?: { topic: string; partition: number }): RowBatch {
     const rows: StatsRow[] = new Array(cells.length);
     const prefixes: string[] = new Array(cells.length);
     for (let i = 0; i < cells.length; i++) {
@@ -82,6 +84,12 @@ export class RowFormatter {
       if (where !== undefined) {
         row.topic = where.topic;
         row.partition = where.partition;
+      }
+      if (c.sketch !== undefined) {
+        const p: Record<string, number> = {};
+        for (const q of this.percentiles) p[`p${q}`] = c.sketch.quantile(q / 100);
+        row.percentiles = p;
+        row.sketch = c.sketch.toJSON();
       }
       rows[i] = row;
       prefixes[i] = s.jsonPrefix;
@@ -127,5 +135,6 @@ function rowTail(r: StatsRow): string {
     `"duration_start":"${r.duration_start}","duration_end":"${r.duration_end}","duration":${r.duration},` +
     `"period":${r.period},"period_start":"${r.period_start}","period_end":"${r.period_end}"`;
   if (r.topic !== undefined) s += `,"topic":${JSON.stringify(r.topic)},"partition":${r.partition}`;
+  if (r.percentiles !== undefined) s += `,"percentiles":${JSON.stringify(r.percentiles)},"sketch":${JSON.stringify(r.sketch)}`;
   return `${s}}`;
 }

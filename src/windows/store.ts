@@ -5,6 +5,7 @@
 import { CELL, type DecodeResult } from '../core/messages.js';
 import { emptyMoments, mergeMoments, type Moments } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
+import { Sketch } from '../core/sketch.js';
 
 /** Open-series accounting shared by all partitions, so MAX_SERIES bounds the whole process. */
 export class SeriesBudget {
@@ -16,7 +17,11 @@ export interface ClosedCell {
   readonly key: string;
   readonly windowStart: number;
   readonly moments: Moments;
+  readonly sketch?: Sketch;
 }
+
+/** Moments of one (series, window), with its quantile sketch when PERCENTILES is on. */
+type Cell = Moments & { sketch?: Sketch };
 
 export interface ApplyOutcome {
   /** (series key, window start) cells whose window was already closed: their records are late. */
@@ -31,7 +36,8 @@ export class WindowStore {
   readonly #latenessMs: number;
   readonly #budget: SeriesBudget;
   /** window start -> series key -> moments */
-  readonly #windows = new Map<number, Map<string, Moments>>();
+  readonly #windows = new Map<number, Map<string, Cell>>();
+  readonly #sketchAccuracy: number;
   /** series key -> number of open windows holding it */
   readonly #seriesRefs = new Map<string, number>();
   #maxEventMs = -Infinity;
@@ -41,7 +47,8 @@ export class WindowStore {
   /** Position after the last applied batch; null before any. */
   #appliedEnd: number | null = null;
 
-  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget }) {
+  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number }) {
+    this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
     this.#windowMs = opts.windowMs;
     this.#latenessMs = opts.latenessMs;
     this.#budget = opts.budget;
@@ -97,8 +104,15 @@ export class WindowStore {
           win = new Map();
           this.#windows.set(ws, win);
         }
-        m = emptyMoments();
+        m = emptyMoments() as Cell;
+        if (this.#sketchAccuracy > 0) m.sketch = new Sketch(this.#sketchAccuracy);
         win.set(key, m);
+      }
+      const so = result.sketchOffsets;
+      if (so !== undefined && m.sketch !== undefined) {
+        const pairs = result.sketchPairs!;
+        const cell = o / CELL.STRIDE;
+        for (let j = so[cell]!; j < so[cell + 1]!; j++) m.sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
       }
       if (positions !== undefined) {
         const p = this.#minPosition.get(ws);
@@ -170,7 +184,7 @@ export class WindowStore {
       this.#windows.delete(ws);
       this.#minPosition.delete(ws);
       for (const [key, moments] of win) {
-        out.push({ key, windowStart: ws, moments });
+        out.push(moments.sketch === undefined ? { key, windowStart: ws, moments } : { key, windowStart: ws, moments, sketch: moments.sketch });
         const refs = this.#seriesRefs.get(key)! - 1;
         if (refs === 0) {
           this.#seriesRefs.delete(key);

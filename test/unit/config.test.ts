@@ -190,12 +190,20 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ FORMAT: 'Monasca' }, 'FORMAT', 'Monasca', /one of monasca, ceilometer, json/],
     [{ SOURCE: 'kafkaa' }, 'SOURCE', 'kafkaa', /generator, file:PATH, stdin or kafka/],
     [{ SOURCE: 'file:' }, 'SOURCE', 'file:', /file:PATH/],
-    [{ SINK: 'foo' }, 'SINK', 'foo', /stdout or file:PATH/],
-    [{ SINK: 'file:' }, 'SINK', 'file:', /stdout or file:PATH/],
-    [{ DEAD_LETTER: 'none' }, 'DEAD_LETTER', 'none', /file:PATH or stderr/],
-    [{ DEAD_LETTER: 'file:' }, 'DEAD_LETTER', 'file:', /file:PATH or stderr/],
+    [{ SINK: 'foo' }, 'SINK', 'foo', /stdout, file:PATH, postgres.* or kafka/],
+    [{ SINK: 'file:' }, 'SINK', 'file:', /stdout, file:PATH, postgres.* or kafka/],
+    [{ DEAD_LETTER: 'none' }, 'DEAD_LETTER', 'none', /file:PATH, stderr or kafka/],
+    [{ DEAD_LETTER: 'file:' }, 'DEAD_LETTER', 'file:', /file:PATH, stderr or kafka/],
     [{ GROUP_BY: ',' }, 'GROUP_BY', ',', /dimension names \(no empty names\)/],
     [{ KAFKA_BROKERS: 'localhost' }, 'KAFKA_BROKERS', 'localhost', /comma list of host:port/],
+    [{ SINK: 'kafka' }, 'OUTPUT_TOPIC', '', /SINK=kafka needs a topic name/],
+    [{ SINK: 'kafka', OUTPUT_TOPIC: 'o', OUTPUT_COMPRESSION: 'zstd' }, 'OUTPUT_COMPRESSION', 'zstd', /one of none, gzip, snappy, lz4/],
+    [{ SINK: 'kafka', OUTPUT_TOPIC: 'o', EXACTLY_ONCE: 'yes' }, 'EXACTLY_ONCE', 'yes', /one of true, false/],
+    [{ EXACTLY_ONCE: 'true' }, 'EXACTLY_ONCE', 'true', /only with SINK=kafka/],
+    [{ DEAD_LETTER: 'kafka' }, 'DLQ_TOPIC', '', /DEAD_LETTER=kafka needs a topic name/],
+    [{ PERCENTILES: '50,101' }, 'PERCENTILES', '50,101', /numbers from 0 to 100/],
+    [{ PERCENTILE_ACCURACY: '0.5' }, 'PERCENTILE_ACCURACY', '0.5', NUM(0.0001, 0.1)],
+    [{ SINK: 'postgres://' }, 'SINK', 'postgres://', /stdout, file:PATH, postgres/],
     [{ SOURCE: 'kafka' }, 'KAFKA_TOPICS', '', /needs at least one topic/],
     [{ KAFKA_TOPICS: 'a b' }, 'KAFKA_TOPICS', 'a b', /topic names of letters/],
     [{ KAFKA_FROM: 'middle' }, 'KAFKA_FROM', 'middle', /one of earliest, latest/],
@@ -426,4 +434,19 @@ t.test('secrets never reach the start-up log: SASL password and TLS key are reda
   const logged = JSON.stringify(redactedConfig(c));
   t.notMatch(logged, /hunter2-secret/, 'the log does not');
   t.match(logged, /\[redacted\]/);
+});
+
+t.test('a postgres:// sink URL never shows its password in errors or the start-up log', async (t) => {
+  const c = parseConfig({ SINK: 'postgres://app:s3cr3t-pw@db.example:5432/stats' }, CPUS);
+  t.same(c.sink, { kind: 'postgres', url: 'postgres://app:s3cr3t-pw@db.example:5432/stats' });
+  t.notMatch(JSON.stringify(redactedConfig(c)), /s3cr3t-pw/);
+  t.match(JSON.stringify(redactedConfig(c)), /postgres:\/\/app:\*\*\*@db\.example:5432\/stats/);
+  let err: unknown;
+  try {
+    parseConfig({ SINK: 'mysql://app:s3cr3t-pw@db/x' }, CPUS);
+  } catch (e) {
+    err = e;
+  }
+  t.ok(err instanceof ConfigError);
+  t.notMatch((err as Error).message, /s3cr3t-pw/, 'the rejected value is shown without its password');
 });

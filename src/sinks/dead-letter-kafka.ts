@@ -1,0 +1,119 @@
+// Dead letters to a Kafka topic (DLQ_TOPIC): each rejected record as a message with its original key
+// and value bytes, and what happened to it in headers, so the topic can be replayed or inspected with
+// any Kafka tool. One idempotent producer, acks=-1: write() resolves once the broker has the entries.
+//
+// Headers (UTF-8 strings):
+//   streamstats-reason          the reject reason (malformed_json, late, ...)
+//   streamstats-detail          what was wrong, where
+//   streamstats-source          the source's description (e.g. "kafka:metrics")
+//   streamstats-source-topic    the Kafka topic, when known (entry.topic, else a one-topic entry.source)
+//   streamstats-source-partition the Kafka partition, when known (entry.kafka_partition)
+//   streamstats-source-offset   the Kafka offset, when the source has one
+//   streamstats-element         the record's index in a JSON-array message (absent for a whole message)
+//   streamstats-time            when it was rejected (ISO 8601)
+// The value is the entry's bytes: the whole message, or for a record inside a JSON-array message
+// that record's JSON text. Headers of the original message are not kept (the entry does not carry them).
+import type { IHeaders, Kafka, Message } from 'kafkajs';
+import kafkajs from 'kafkajs';
+import type { Logger } from 'pino';
+import { StreamstatsError } from '../errors.js';
+import type { DeadLetter, DeadLetterEntry } from './dead-letter.js';
+import { chunkMessages, compressionCodec, kafkaClient, KAFKA_SINK_DEFAULTS, ProducerSet, validateProducerOptions, type KafkaClientSpec, type KafkaCompression } from './kafka.js';
+
+const { Partitioners } = kafkajs;
+
+/**
+ * What the engine could add to DeadLetterEntry for a Kafka source: the record's own topic and Kafka
+ * partition (entry.partition is the engine's partition id, not the Kafka partition).
+ */
+export interface KafkaDeadLetterEntry extends DeadLetterEntry {
+  topic?: string;
+  kafka_partition?: number;
+}
+
+export interface KafkaDeadLetterOptions {
+  readonly kafka: KafkaClientSpec;
+  /** DLQ_TOPIC. */
+  readonly topic: string;
+  readonly compression?: KafkaCompression;
+  readonly logger: Logger;
+  readonly maxRequestBytes?: number;
+  readonly closeTimeoutMs?: number;
+}
+
+export const DLQ_HEADERS = {
+  reason: 'streamstats-reason',
+  detail: 'streamstats-detail',
+  source: 'streamstats-source',
+  sourceTopic: 'streamstats-source-topic',
+  sourcePartition: 'streamstats-source-partition',
+  sourceOffset: 'streamstats-source-offset',
+  element: 'streamstats-element',
+  time: 'streamstats-time',
+} as const;
+
+/** The Kafka topic of an entry: its own field, else the source description when it names one topic. */
+export function sourceTopic(e: KafkaDeadLetterEntry): string | undefined {
+  if (e.topic !== undefined) return e.topic;
+  const m = /^kafka:([^,]+)$/.exec(e.source);
+  return m?.[1];
+}
+
+/** The entry as the message it came from, plus headers. */
+export function deadLetterMessage(e: KafkaDeadLetterEntry): Message {
+  const headers: IHeaders = {
+    [DLQ_HEADERS.reason]: e.reason,
+    [DLQ_HEADERS.detail]: e.detail,
+    [DLQ_HEADERS.source]: e.source,
+    [DLQ_HEADERS.time]: e.time,
+  };
+  const topic = sourceTopic(e);
+  if (topic !== undefined) headers[DLQ_HEADERS.sourceTopic] = topic;
+  if (e.kafka_partition !== undefined) headers[DLQ_HEADERS.sourcePartition] = String(e.kafka_partition);
+  if (e.offset !== undefined) headers[DLQ_HEADERS.sourceOffset] = e.offset;
+  if (e.element >= 0) headers[DLQ_HEADERS.element] = String(e.element);
+  return {
+    key: e.key === undefined ? null : Buffer.from(e.key, 'base64'),
+    // An empty value (a tombstone, reason empty_message) is kept as an empty value, not null: a null
+    // would delete the key's earlier dead letters from a compacted DLQ topic.
+    value: Buffer.from(e.value, e.value_encoding === 'base64' ? 'base64' : 'utf8'),
+    headers,
+  };
+}
+
+export class KafkaDeadLetter implements DeadLetter {
+  readonly describe: string;
+  readonly #o: KafkaDeadLetterOptions;
+  readonly #producers: ProducerSet;
+  readonly #codec: number;
+  #closing: Promise<void> | null = null;
+
+  constructor(opts: KafkaDeadLetterOptions) {
+    validateProducerOptions(opts);
+    this.#o = opts;
+    this.#codec = compressionCodec(opts.compression);
+    this.describe = `kafka:${opts.topic}`;
+    this.#producers = new ProducerSet(kafkaClient(opts.kafka, opts.logger), opts.logger, (kafka) => ({
+      producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner }),
+      transactional: false,
+    }));
+  }
+
+  async write(entries: readonly DeadLetterEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const chunks = chunkMessages(entries.map(deadLetterMessage), this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes);
+    await this.#producers.run('dead-letters', async (producer, slot) => {
+      try {
+        for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
+      } catch (err) {
+        void this.#producers.discard(slot);
+        throw new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${entries.length} dead letters to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#producers.close(this.#o.closeTimeoutMs ?? KAFKA_SINK_DEFAULTS.closeTimeoutMs);
+    return this.#closing;
+  }
+}

@@ -1,0 +1,312 @@
+// Against a real Kafka broker (KAFKA_BROKERS; npm test starts one): the Kafka statistics sink in both
+// modes (rows keyed by identity; rows and input offsets in one transaction, aborts invisible to
+// read_committed readers, zombie fencing) and the Kafka dead-letter output.
+import type { IHeaders, Kafka } from 'kafkajs';
+import { pino } from 'pino';
+import t, { type Test } from 'tap';
+import { KafkaDeadLetter, DLQ_HEADERS, type KafkaDeadLetterEntry } from '../../src/sinks/dead-letter-kafka.js';
+import type { SinkCommit } from '../../src/sinks/index.js';
+import { isFencingError, KafkaSink, rowIdentityKey, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
+import { StreamstatsError } from '../../src/errors.js';
+import type { RowBatch, StatsRow } from '../../src/windows/row.js';
+import { client, createTopic, uid } from '../fixtures/kafka.js';
+
+const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
+
+function row(i: number, where?: { topic: string; partition: number }, periodStart = '2020-02-11T12:42:00.000Z'): StatsRow {
+  const r: StatsRow = {
+    name: `cpu.idle_perc.${i % 7}`,
+    unit: i % 2 === 0 ? 'percent' : null,
+    // Insertion order is not sorted: the key sorts it.
+    groupby: { service: 'monitoring', hostname: `host-${i}`, az: i % 3 === 0 ? null : 'nova' },
+    count: i + 1,
+    sum: i * 1.5,
+    min: 0,
+    max: i * 1.5,
+    avg: (i * 1.5) / (i + 1),
+    stddev: 0.25,
+    duration_start: '2020-02-11T12:42:13.000Z',
+    duration_end: '2020-02-11T12:42:43.000Z',
+    duration: 30,
+    period: 60,
+    period_start: periodStart,
+    period_end: new Date(Date.parse(periodStart) + 60_000).toISOString(),
+  };
+  if (where !== undefined) {
+    r.topic = where.topic;
+    r.partition = where.partition;
+  }
+  return r;
+}
+
+function batchOf(rows: StatsRow[]): RowBatch {
+  return { rows, ndjson: () => rows.map((r) => `${JSON.stringify(r)}\n`).join('') };
+}
+
+function rowsFor(n: number, from: number, where?: { topic: string; partition: number }): RowBatch {
+  return batchOf(Array.from({ length: n }, (_, i) => row(from + i, where)));
+}
+
+function commitFor(topic: string, partition: number, position: number): SinkCommit {
+  return { topic, partition, point: { position, watermarkMs: 1_581_425_000_000 + position, appliedEnd: position + 5 } };
+}
+
+function sink(t: Test, opts: Partial<KafkaSinkOptions> & { topic: string }): KafkaSink {
+  const s = new KafkaSink({ kafka: client(), exactlyOnce: false, groupId: uid('g'), logger, ...opts });
+  t.teardown(() => s.close());
+  return s;
+}
+
+interface Received {
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: IHeaders;
+}
+
+/**
+ * Reads a topic from the beginning with a fresh group until `until` holds, then `settleMs` more to
+ * catch extra (duplicate) messages; gives up after timeoutMs and returns what it has.
+ */
+async function readTopic(
+  topic: string,
+  opts: { until: (got: readonly Received[]) => boolean; readUncommitted?: boolean; settleMs?: number; timeoutMs?: number },
+): Promise<Received[]> {
+  const consumer = client().consumer({ groupId: uid('reader'), readUncommitted: opts.readUncommitted ?? false, maxWaitTimeInMs: 100 });
+  const got: Received[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    let done: () => void = () => {};
+    const reached = new Promise<void>((resolve) => (done = resolve));
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        got.push({ partition, offset: message.offset, key: message.key, value: message.value, headers: message.headers ?? {} });
+        if (opts.until(got)) done();
+      },
+    });
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, opts.timeoutMs ?? 20_000).unref());
+    await Promise.race([reached, timeout]);
+    await new Promise((r) => setTimeout(r, opts.settleMs ?? 1000));
+  } finally {
+    await consumer.disconnect();
+  }
+  return got;
+}
+
+const atLeast = (n: number) => (got: readonly Received[]) => got.length >= n;
+
+async function committedOffsets(groupId: string, topic: string) {
+  const admin = client().admin();
+  await admin.connect();
+  try {
+    const [res] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return new Map((res?.partitions ?? []).map((p) => [p.partition, { offset: p.offset, metadata: p.metadata }]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const parsed = (got: readonly Received[]) => got.map((m) => JSON.parse(m.value!.toString('utf8')) as StatsRow);
+
+/**
+ * A client whose producers' first transaction with offsets fails in sendOffsets, after its rows were
+ * sent (as a broker rejecting TxnOffsetCommit would): the sink must abort.
+ */
+function failingOffsetsOnce(real: Kafka): Kafka {
+  let failed = false;
+  const wrapped = Object.create(real) as Kafka;
+  wrapped.producer = (cfg) => {
+    const p = real.producer(cfg);
+    const transaction = p.transaction.bind(p);
+    p.transaction = async () => {
+      const tx = await transaction();
+      const sendOffsets = tx.sendOffsets.bind(tx);
+      tx.sendOffsets = async (o) => {
+        if (failed) return sendOffsets(o);
+        failed = true;
+        throw new Error('injected TxnOffsetCommit failure');
+      };
+      return tx;
+    };
+    return p;
+  };
+  return wrapped;
+}
+
+t.test('options are validated with the option, the value and what is allowed', async (t) => {
+  const base = { kafka: { producer: () => { throw new Error('not used'); } } as unknown as Kafka, exactlyOnce: false, groupId: 'g', logger };
+  t.throws(() => new KafkaSink({ ...base, topic: 'bad topic' }), { code: 'STREAMSTATS_CONFIG', message: /topic \("bad topic"\) is not valid/ });
+  t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' as never }), { message: /compression \("zstd"\) is not valid: one of none, gzip, snappy, lz4/ });
+  t.throws(() => new KafkaSink({ ...base, topic: 'out', exactlyOnce: true, groupId: '' }), { message: /groupId \(""\) is not valid: exactly-once needs/ });
+  t.throws(() => new KafkaDeadLetter({ kafka: base.kafka, topic: 'dlq', logger, maxRequestBytes: 10 }), { message: /maxRequestBytes \(10\) is not valid/ });
+});
+
+t.test('at-least-once: rows keyed by identity, read back equal, one identity in one partition', async (t) => {
+  const out = await createTopic(t, 3);
+  const s = sink(t, { topic: out, compression: 'lz4' });
+  const rows = [...rowsFor(20, 0, { topic: 'metrics', partition: 2 }).rows, ...rowsFor(5, 100).rows];
+  await s.write(batchOf(rows));
+  await s.write(batchOf(rows)); // the same identities again: upserts land next to the first copies
+  const got = await readTopic(out, { until: atLeast(2 * rows.length), readUncommitted: true, settleMs: 300 });
+  t.equal(got.length, 2 * rows.length, 'every row, twice');
+  const byKey = new Map<string, Received[]>();
+  for (const m of got) {
+    const k = m.key!.toString('utf8');
+    byKey.set(k, [...(byKey.get(k) ?? []), m]);
+  }
+  t.equal(byKey.size, rows.length, 'one key per row identity');
+  for (const r of rows) {
+    const ms = byKey.get(rowIdentityKey(r)) ?? [];
+    t.equal(ms.length, 2, `both copies of ${rowIdentityKey(r)}`);
+    t.same(ms.map((m) => JSON.parse(m.value!.toString('utf8'))), [r, r], 'value is the row JSON');
+    t.equal(new Set(ms.map((m) => m.partition)).size, 1, 'an identity stays in one partition');
+  }
+  t.same(JSON.parse(rowIdentityKey(rows[0]!)), ['metrics', 2, 'cpu.idle_perc.0', [['az', null], ['hostname', 'host-0'], ['service', 'monitoring']], '2020-02-11T12:42:00.000Z'], 'the documented key layout');
+  t.same(JSON.parse(rowIdentityKey(rows[20]!))[0], null, 'unpartitioned source: topic null');
+  t.ok(new Set(got.map((m) => m.partition)).size > 1, 'keys spread over the partitions');
+});
+
+t.test('exactly-once: rows and the input offset (with its metadata) commit together, exactly once', async (t) => {
+  const [input, out] = await Promise.all([createTopic(t, 2), createTopic(t, 2)]);
+  const groupId = uid('g');
+  const s = sink(t, { topic: out, exactlyOnce: true, groupId });
+  const b0 = rowsFor(30, 0, { topic: input, partition: 0 });
+  const b1 = rowsFor(10, 30, { topic: input, partition: 1 });
+  await Promise.all([s.write(b0, commitFor(input, 0, 42)), s.write(b1, commitFor(input, 1, 7))]);
+  await s.write(batchOf([]), commitFor(input, 1, 9)); // no rows: just the offset, in its own transaction
+
+  const got = await readTopic(out, { until: atLeast(40) });
+  t.equal(got.length, 40, 'a read_committed reader sees every row once');
+  t.same(new Set(got.map((m) => m.key!.toString())), new Set([...b0.rows, ...b1.rows].map(rowIdentityKey)), 'all identities');
+  const want = new Map([...b0.rows, ...b1.rows].map((r) => [rowIdentityKey(r), r]));
+  t.ok(parsed(got).every((r) => JSON.stringify(r) === JSON.stringify(want.get(rowIdentityKey(r)))), 'values equal the rows');
+
+  const offsets = await committedOffsets(groupId, input);
+  t.same(offsets.get(0), { offset: '42', metadata: JSON.stringify({ v: 1, wm: 1_581_425_000_042, hi: 47 }) }, 'partition 0: offset and metadata committed with the rows');
+  t.same(offsets.get(1), { offset: '9', metadata: JSON.stringify({ v: 1, wm: 1_581_425_000_009, hi: 14 }) }, 'partition 1: the later offset-only transaction');
+
+  const fresh = sink(t, { topic: out, exactlyOnce: true, groupId });
+  const pos = await fresh.readPositions(input, [0, 1]);
+  t.same(Object.fromEntries(pos), {
+    0: { position: 42, watermarkMs: 1_581_425_000_042, appliedEnd: 47 },
+    1: { position: 9, watermarkMs: 1_581_425_000_009, appliedEnd: 14 },
+  }, 'readPositions gives back what the Kafka source restores from');
+});
+
+t.test('exactly-once: back-to-back transactions with offsets do not fail with CONCURRENT_TRANSACTIONS (kafkajs#430)', async (t) => {
+  const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
+  const groupId = uid('g');
+  const s = sink(t, { topic: out, exactlyOnce: true, groupId });
+  // Offsets-only transactions are the quickest to follow one another: AddOffsetsToTxn comes first,
+  // while the coordinator may still be completing the previous commit.
+  for (let i = 1; i <= 15; i++) await s.write(i % 3 === 0 ? rowsFor(1, i, { topic: input, partition: 0 }) : batchOf([]), commitFor(input, 0, i));
+  t.equal((await committedOffsets(groupId, input)).get(0)?.offset, '15', 'every transaction committed');
+});
+
+t.test('exactly-once: a transaction whose offsets fail is aborted, and read_committed readers never see its rows', async (t) => {
+  const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
+  const groupId = uid('g');
+  const s = sink(t, { kafka: failingOffsetsOnce(client()), topic: out, exactlyOnce: true, groupId });
+  const doomed = rowsFor(8, 0, { topic: input, partition: 0 });
+  const err = await s.write(doomed, commitFor(input, 0, 10)).then(() => null, (e: unknown) => e);
+  t.type(err, StreamstatsError);
+  t.match((err as StreamstatsError).message, /transaction for .*\/0 aborted: 8 rows .*: injected TxnOffsetCommit failure/);
+  t.equal((err as StreamstatsError).canRetry, true, 'aborted before commit: retrying is safe');
+
+  const kept = rowsFor(3, 50, { topic: input, partition: 0 });
+  await s.write(kept, commitFor(input, 0, 20));
+  const keptKeys = new Set(kept.rows.map(rowIdentityKey));
+  const doomedKeys = new Set(doomed.rows.map(rowIdentityKey));
+  // One output partition: once the later committed rows are read, everything before them was too.
+  const [committed, uncommitted] = await Promise.all([
+    readTopic(out, { until: atLeast(3), settleMs: 300 }),
+    readTopic(out, { until: atLeast(11), readUncommitted: true, settleMs: 300 }),
+  ]);
+  t.same(committed.map((m) => m.key!.toString()).sort(), [...keptKeys].sort(), 'read_committed: only the committed rows');
+  t.equal(uncommitted.filter((m) => doomedKeys.has(m.key!.toString())).length, 8, 'read_uncommitted: the aborted rows were written (so the abort hid them)');
+  const offsets = await committedOffsets(groupId, input);
+  t.equal(offsets.get(0)?.offset, '20', 'only the committed transaction moved the offset');
+});
+
+t.test('exactly-once: a newer owner of an input partition fences the older one', async (t) => {
+  const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
+  const groupId = uid('g');
+  const a = sink(t, { topic: out, exactlyOnce: true, groupId });
+  const b = sink(t, { topic: out, exactlyOnce: true, groupId });
+  const c = sink(t, { topic: out, exactlyOnce: true, groupId });
+  const b1 = rowsFor(2, 0, { topic: input, partition: 0 });
+  const b2 = rowsFor(2, 10, { topic: input, partition: 0 });
+  const b3 = rowsFor(2, 20, { topic: input, partition: 0 });
+  const b4 = rowsFor(2, 30, { topic: input, partition: 0 });
+  const b5 = rowsFor(2, 40, { topic: input, partition: 0 });
+
+  await a.write(b1, commitFor(input, 0, 10));
+  await b.write(b2, commitFor(input, 0, 20)); // b's first write creates its producer: a is fenced
+  const errA = await a.write(b3, commitFor(input, 0, 30)).then(() => null, (e: unknown) => e);
+  t.ok(errA instanceof StreamstatsError && isFencingError(errA), 'the older owner fails with a fencing error');
+  t.match((errA as Error).message, /fenced for .*\/0: a newer producer with transactionalId .* took over/);
+  t.match(String(((errA as Error).cause as Error).message), /epoch|fenced/i, 'kafkajs reports INVALID_PRODUCER_EPOCH or PRODUCER_FENCED');
+  t.equal((errA as StreamstatsError).canRetry, false);
+
+  // c claims the partition the way the source does on assignment: before reading the offsets.
+  const pos = await c.readPositions(input, [0]);
+  t.same(pos.get(0), { position: 20, watermarkMs: 1_581_425_000_020, appliedEnd: 25 }, 'the claim reads the last committed position');
+  const errB = await b.write(b4, commitFor(input, 0, 40)).then(() => null, (e: unknown) => e);
+  t.ok(isFencingError(errB), 'readPositions fenced the previous owner');
+  await c.write(b5, commitFor(input, 0, 50));
+
+  const got = await readTopic(out, { until: (g) => g.some((m) => m.key!.toString() === rowIdentityKey(b5.rows[1]!)), settleMs: 300 });
+  t.same(got.map((m) => m.key!.toString()), [...b1.rows, ...b2.rows, ...b5.rows].map(rowIdentityKey), 'only the owners\' rows, in order');
+  t.equal((await committedOffsets(groupId, input)).get(0)?.offset, '50');
+});
+
+t.test('dead letters: original key and value bytes, and the headers', async (t) => {
+  const dlq = await createTopic(t, 2);
+  const d = new KafkaDeadLetter({ kafka: client(), topic: dlq, logger, compression: 'gzip' });
+  t.teardown(() => d.close());
+  const invalidUtf8 = Buffer.from([0x7b, 0xff, 0xfe, 0x22, 0x61, 0x80]);
+  const binaryKey = Buffer.from([0x00, 0xc3, 0x28, 0xff]);
+  const base = { time: '2024-05-01T10:00:00.000Z', batch_seq: 3, message_index: 0 };
+  const entries: KafkaDeadLetterEntry[] = [
+    { ...base, reason: 'malformed_json', detail: 'unexpected token at 7', source: 'kafka:metrics', partition: 4, offset: '1234', element: -1, value: '{"metric": nope', value_encoding: 'utf8', key: Buffer.from('cpu|agent_1').toString('base64') },
+    { ...base, reason: 'invalid_utf8', detail: 'byte 1', source: 'kafka:metrics', partition: 4, offset: '1235', element: -1, value: invalidUtf8.toString('base64'), value_encoding: 'base64', key: binaryKey.toString('base64') },
+    { ...base, reason: 'missing_field', detail: 'metric.name is missing', source: 'kafka:a,b', partition: 9, offset: '77', element: 2, value: '{"x":1}', value_encoding: 'utf8', topic: 'b', kafka_partition: 1 },
+    { ...base, reason: 'empty_message', detail: 'empty value', source: 'kafka:a,b', partition: 9, offset: '78', element: -1, value: '', value_encoding: 'utf8' },
+    { ...base, reason: 'late', detail: 'window closed', source: 'file:/tmp/x.ndjson', partition: 0, element: -1, value: 'ünïcödé {"a":1}', value_encoding: 'utf8' },
+  ];
+  await d.write(entries);
+  const got = await readTopic(dlq, { until: atLeast(entries.length), readUncommitted: true, settleMs: 300 });
+  t.equal(got.length, entries.length);
+  const h = (m: Received) => Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, String(v)]));
+  const find = (reason: string) => got.find((m) => String(m.headers[DLQ_HEADERS.reason]) === reason)!;
+
+  const m0 = find('malformed_json');
+  t.same(m0.key, Buffer.from('cpu|agent_1'));
+  t.same(m0.value, Buffer.from('{"metric": nope'));
+  t.same(h(m0), {
+    'streamstats-reason': 'malformed_json', 'streamstats-detail': 'unexpected token at 7', 'streamstats-source': 'kafka:metrics',
+    'streamstats-source-topic': 'metrics', 'streamstats-source-offset': '1234', 'streamstats-time': '2024-05-01T10:00:00.000Z',
+  }, 'one-topic source: the topic is parsed from it; no Kafka partition without kafka_partition; no element for a whole message');
+
+  const m1 = find('invalid_utf8');
+  t.ok(m1.key!.equals(binaryKey), 'binary key bytes kept');
+  t.ok(m1.value!.equals(invalidUtf8), 'invalid UTF-8 value bytes kept');
+
+  const m2 = find('missing_field');
+  t.same(m2.key, null, 'no key stays no key');
+  t.same(h(m2), {
+    'streamstats-reason': 'missing_field', 'streamstats-detail': 'metric.name is missing', 'streamstats-source': 'kafka:a,b',
+    'streamstats-source-topic': 'b', 'streamstats-source-partition': '1', 'streamstats-source-offset': '77',
+    'streamstats-element': '2', 'streamstats-time': '2024-05-01T10:00:00.000Z',
+  }, 'entry.topic and entry.kafka_partition win; element index when >= 0');
+
+  const m3 = find('empty_message');
+  t.equal(m3.value?.length, 0, 'an empty value stays an empty (not null) value');
+  t.notOk(DLQ_HEADERS.sourceTopic in m3.headers, 'two-topic source and no entry.topic: no topic header');
+
+  const m4 = find('late');
+  t.same(m4.value, Buffer.from('ünïcödé {"a":1}'));
+  t.notOk(DLQ_HEADERS.sourceOffset in m4.headers, 'no offset header for a source without offsets');
+});
