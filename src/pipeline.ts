@@ -16,6 +16,8 @@ import { GeneratorSource } from './sources/generator.js';
 import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { KafkaSource } from './sources/kafka/source.js';
+import pg from 'pg';
+import { createStatisticsApi } from './api/index.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -144,7 +146,14 @@ export class Pipeline {
     }
     this.#source = source;
     if (this.#stopped) source.stop();
+    // The statistics API reads the PostgreSQL store through its own small pool: a slow query (percentiles
+    // over months) must not hold the connections the sink needs for writes and position commits.
+    const apiPool = config.sink.kind === 'postgres'
+      ? new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 })
+      : null;
+    apiPool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: statistics API idle client error'));
     const http = new HttpServer({
+      ...(apiPool === null ? {} : { routes: createStatisticsApi({ pool: apiPool, logger }) }),
       host: config.metricsHost,
       port: config.metricsPort,
       registry,
@@ -189,6 +198,7 @@ export class Pipeline {
       await Promise.allSettled([sink.close(), deadLetter.close()]);
       await pool.close(config.shutdownTimeoutSeconds * 1000);
       await http.close();
+      await apiPool?.end().catch(() => {});
     }
     const elapsedSeconds = (performance.now() - started) / 1000;
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
