@@ -1,5 +1,6 @@
 // `npm test`: build, make sure a Kafka broker is there (KAFKA_BROKERS, or the local one from
 // scripts/kafka.sh, started here and stopped after), then run tap with any arguments given.
+// `npm run test:faults` (--faults): the long fault-injection suite in test/faults instead.
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -23,7 +24,12 @@ const stop = () => {
   if (started) spawnSync('bash', ['scripts/kafka.sh', 'stop'], { cwd: root, stdio: 'ignore' });
   started = false;
 };
-const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { cwd: root, stdio: 'inherit', env: process.env });
+const args = process.argv.slice(2);
+const faults = args[0] === '--faults';
+const tapArgs = faults
+  ? ['--include=dist/test/faults/**/*.test.js', '--exclude=**/fixtures/**', '--timeout=900', ...args.slice(1)]
+  : args;
+const tap = spawn('npx', ['tap', ...tapArgs], { cwd: root, stdio: 'inherit', env: process.env });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => tap.kill(sig));
 tap.on('close', (code) => {
   stop();
