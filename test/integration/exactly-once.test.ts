@@ -1,7 +1,6 @@
 // kill -9 at random moments while the engine consumes a loaded topic, restart, repeat; then the
 // exactly-once stores must equal an independent computation, window for window, with no window twice.
 import t, { type Test } from 'tap';
-import kafkajs from 'kafkajs';
 import { reference, type RefRecord } from '../fixtures/reference.js';
 import { brokers, client, createTopic, keyed, produce, uid, workloadPoints, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
@@ -106,4 +105,3 @@ t.test(`Kafka sink with EXACTLY_ONCE: ${KILLS} x kill -9, a read_committed consu
   t.equal(mismatched, 0, 'every window equals the independent computation');
 });
 
-void kafkajs;

@@ -249,7 +249,7 @@ export class KafkaSource {
   }
 
   #onJoin(assignment: Record<string, number[]>, memberId: string): void {
-    const { metrics, logger, engine } = this.#o;
+    const { metrics, logger } = this.#o;
     const gen = ++this.#gen;
     metrics.rebalances.inc();
     // kafkajs restarts every assigned partition from its committed offset after a join, so what we
@@ -273,7 +273,6 @@ export class KafkaSource {
     this.#joined = true;
     metrics.kafkaConnected.set(1);
     logger.info({ memberId, generation: gen, partitions: tps.map(key) }, 'kafka: joined the group');
-    void engine;
   }
 
   /** Restores each partition from its commit: the emitted-window boundary and the processed position. */
