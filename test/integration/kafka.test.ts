@@ -186,3 +186,14 @@ t.test('compressed topics: gzip, snappy, lz4 (kafkajs producer) and zstd (the Ja
   }
 });
 
+
+t.test('brokers unreachable at start: not ready, reconnects with back-off, no crash, stops cleanly', async (t) => {
+  const e = startEngine(t, { KAFKA_TOPICS: 'nowhere', KAFKA_BROKERS: '127.0.0.1:1', KAFKA_GROUP_ID: uid('g'), KAFKA_RETRY_MAX_SECONDS: '1' });
+  await waitFor([e], () => e.metric('streamstats_kafka_reconnects_total') >= 2, 'two reconnection attempts', 60_000);
+  t.notOk(e.pipeline.ready, '/readyz is false while the brokers are unreachable');
+  t.equal(e.metric('streamstats_kafka_connected'), 0);
+  const started = Date.now();
+  const summary = await e.stop();
+  t.ok(Date.now() - started < 15_000, 'stop() returns promptly while reconnecting');
+  t.equal(summary.records, 0);
+});
