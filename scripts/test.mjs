@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
 
-if (run('npx', ['tsc', '-p', 'tsconfig.json']).status !== 0) process.exit(1);
+if (run('npm', ['run', 'build', '--silent']).status !== 0) process.exit(1);
 
 let started = false;
 if (!process.env.KAFKA_BROKERS) {
