@@ -1,0 +1,103 @@
+// Benchmark runner: `node dist/bench/run.js --quick | --full [--only id,id] [--runs N]`.
+// Runs the scenarios, writes bench/results/<scenario>.json (+ charts), regenerates docs/benchmarks.md
+// and the measured table of docs/tuning.md.
+import { execFileSync } from 'node:child_process';
+import { describeMachine, machineInfo } from './lib/machine.js';
+import type { Protocol } from './lib/measure.js';
+import { ROOT, writeResult, type Mode, type Scenario } from './lib/scenario.js';
+import { refreshTuningTable, writeBenchmarksDoc } from './lib/report.js';
+import { ceilometerScenario } from './scenarios/ceilometer.js';
+import { decodeScenario } from './scenarios/decode.js';
+import { memoryScenario } from './scenarios/memory.js';
+import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
+import { seed000Scenario } from './scenarios/seed000.js';
+
+const SCENARIOS: readonly Scenario[] = [decodeScenario, poolScenario, seed000Scenario, ceilometerScenario, memoryScenario];
+/** Short names accepted by --only, besides the ids. */
+const ALIASES: Readonly<Record<string, string>> = { pool: 'pool-scaling', seed000: 'seed-000', ceilometer: 'ceilometer-ingest', memory: 'memory-per-series' };
+
+interface Args {
+  readonly mode: Mode;
+  readonly only: readonly string[] | null;
+  readonly runs: number | null;
+}
+
+function usage(msg: string): never {
+  process.stderr.write(`bench: ${msg}\nusage: node dist/bench/run.js --quick|--full [--only ${SCENARIOS.map((s) => s.id).join(',')}] [--runs N (>= 5)]\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  let mode: Mode | null = null;
+  let only: string[] | null = null;
+  let runs: number | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--quick' || a === '--full') mode = a === '--quick' ? 'quick' : 'full';
+    else if (a === '--only') {
+      only = (argv[++i] ?? '').split(',').map((s) => ALIASES[s.trim()] ?? s.trim());
+      const unknown = only.filter((o) => !SCENARIOS.some((s) => s.id === o));
+      if (unknown.length > 0) usage(`--only: unknown scenario ${unknown.join(', ')}`);
+    } else if (a === '--runs') {
+      runs = Number(argv[++i]);
+      if (!Number.isInteger(runs) || runs < 5) usage('--runs must be an integer >= 5');
+    } else usage(`unknown argument ${a}`);
+  }
+  if (mode === null) usage('--quick or --full is required');
+  return { mode, only, runs };
+}
+
+function engineVersion(): string {
+  // Set when benchmarking a snapshot outside the git checkout (e.g. a copy of HEAD).
+  const given = process.env.STREAMSTATS_BENCH_ENGINE;
+  if (given !== undefined && given !== '') return given;
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'workers'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return `${commit}${dirty ? ' + uncommitted src changes' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const protocol: Protocol = { warmup: 1, runs: args.runs ?? 5 };
+  const machine = machineInfo();
+  const engine = engineVersion();
+  const selected = SCENARIOS.filter((s) => args.only === null || args.only.includes(s.id));
+  const command = `npm run ${args.mode === 'quick' ? 'bench' : 'bench:full'}${args.only === null ? '' : ` -- --only ${args.only.join(',')}`}${args.runs === null ? '' : ` --runs ${args.runs}`}`;
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  log(`streamstats benchmarks (${args.mode}): ${describeMachine(machine)}; engine ${engine}`);
+  const headlines: string[] = [];
+  const t0 = performance.now();
+  for (const s of selected) {
+    log(`${s.title}`);
+    const started = performance.now();
+    const out = await s.run({ mode: args.mode, protocol, log });
+    const durationSeconds = (performance.now() - started) / 1000;
+    const file = writeResult({
+      ...out,
+      scenario: s.id,
+      order: s.order,
+      title: s.title,
+      mode: args.mode,
+      command,
+      engine,
+      timestamp: new Date().toISOString(),
+      durationSeconds,
+      machine,
+      protocol: { ...protocol, alternated: true, childProcessPerRun: true },
+    });
+    headlines.push(...out.headline);
+    log(`  -> ${file} (${durationSeconds.toFixed(0)} s)`);
+  }
+  const inputs = { scenarioIds: SCENARIOS.map((s) => s.id), poolTable };
+  log(`wrote ${writeBenchmarksDoc(inputs)}`);
+  const tuning = refreshTuningTable(inputs);
+  if (tuning !== null) log(`updated the measured table in ${tuning}`);
+  log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  for (const h of headlines) log(`  ${h}`);
+}
+
+await main();
