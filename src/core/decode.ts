@@ -3,7 +3,7 @@
 
 import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
-import { CELL, type DecodeResult, type DecoderSettings, type Reject } from './messages.js';
+import { CELL, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
 import { RecordError, isPlainObject, safeStringify, show, type SampleRecord } from './record.js';
 import { seriesKey } from './series.js';
 import { bucketCode, logGammaOf } from './sketch.js';
@@ -32,8 +32,13 @@ export class Decoder {
   readonly #settings: DecoderSettings;
   readonly #extract: Extractor;
   readonly #rec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
+  /** The series dictionary shared with the main thread (decodeBatchCompact). */
+  #dict = newDictId();
+  #known = new Map<string, number>();
+  readonly #maxKnown: number;
 
-  constructor(settings: DecoderSettings) {
+  constructor(settings: DecoderSettings, opts: { maxDictionary?: number } = {}) {
+    this.#maxKnown = opts.maxDictionary ?? 1_000_000;
     this.#settings = settings;
     this.#extract = extractorFor(settings.format, settings.maxDimensions);
   }
@@ -119,6 +124,34 @@ export class Decoder {
       return;
     }
     onRecord(rec, msg, elem, v);
+  }
+
+  /**
+   * decodeBatch for the wire: series keys become dictionary ids, and only keys the main thread has not
+   * seen from this decoder travel. New keys enter the dictionary only once the batch succeeded, so a
+   * batch that throws never leaves the two sides out of step.
+   */
+  decodeBatchCompact(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
+    const { series, ...rest } = this.decodeBatch(buffer, offsets, nowMs);
+    if (this.#known.size + series.length > this.#maxKnown) {
+      // Bounded: start a fresh dictionary (the main thread drops the old one in time).
+      this.#dict = newDictId();
+      this.#known = new Map();
+    }
+    const seriesIds = new Int32Array(series.length);
+    const newKeys: string[] = [];
+    const newBase = this.#known.size;
+    for (let i = 0; i < series.length; i++) {
+      const k = series[i]!;
+      let id = this.#known.get(k);
+      if (id === undefined) {
+        id = newBase + newKeys.length;
+        newKeys.push(k);
+      }
+      seriesIds[i] = id;
+    }
+    for (let j = 0; j < newKeys.length; j++) this.#known.set(newKeys[j]!, newBase + j);
+    return { ...rest, dict: this.#dict, seriesIds, newKeys, newBase };
   }
 
   /** Decode and pre-aggregate a packed batch. */
@@ -247,4 +280,8 @@ function packSketches(sketches: ReadonlyArray<Map<number, number>>): { sketchOff
     }
   }
   return { sketchOffsets, sketchPairs };
+}
+
+function newDictId(): number {
+  return Math.floor(Math.random() * 2 ** 48);
 }

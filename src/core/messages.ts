@@ -97,3 +97,18 @@ export interface DecodeResult {
   /** Time spent parsing + aggregating inside the decoder, in seconds (measured where it ran). */
   readonly decodeSeconds: number;
 }
+
+/**
+ * What a worker actually sends: DecodeResult with the series keys replaced by ids of the worker's
+ * dictionary. A key (about 300 characters for a Monasca series) crosses the thread boundary once per
+ * worker, not once per batch; cloning those strings was the worker's largest cost.
+ */
+export interface WireResult extends Omit<DecodeResult, 'series'> {
+  /** The sending decoder's dictionary; a replaced worker starts a new one. */
+  readonly dict: number;
+  /** Local series index (CELL.SERIES) -> dictionary id. */
+  readonly seriesIds: Int32Array;
+  /** Keys this batch adds to the dictionary, with ids newBase, newBase + 1, ... */
+  readonly newKeys: string[];
+  readonly newBase: number;
+}

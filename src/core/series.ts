@@ -23,7 +23,9 @@ export function seriesKey(
   dims: ReadonlyArray<readonly [string, string]>,
   groupBy: readonly string[] | null,
 ): string {
-  let key = part(name) + part(unit);
+  // Array join builds a flat string; += would leave a rope that the main thread then keeps for the
+  // life of the series at several times the size.
+  const parts = [part(name), part(unit)];
   const n = dims.length;
   if (groupBy === null) {
     if (order.length < n) order = new Int32Array(n * 2);
@@ -43,7 +45,7 @@ export function seriesKey(
       // A repeated name (possible in mapped JSON) keeps its first value.
       if (d[0] === prev) continue;
       prev = d[0];
-      key += part(d[0]) + part(d[1]);
+      parts.push(part(d[0]), part(d[1]));
     }
   } else {
     for (const g of groupBy) {
@@ -54,10 +56,10 @@ export function seriesKey(
           break;
         }
       }
-      key += part(g) + part(v);
+      parts.push(part(g), part(v));
     }
   }
-  return key;
+  return parts.join('');
 }
 
 export function parseSeriesKey(key: string): SeriesIdentity {

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Decoder } from '../core/decode.js';
 import type { Batch } from '../core/batch.js';
-import type { DecodeResult, DecodeTask, DecoderSettings } from '../core/messages.js';
+import type { DecodeResult, DecodeTask, DecoderSettings, WireResult } from '../core/messages.js';
+import { SeriesDictionaries } from './dictionary.js';
 import { StreamstatsError } from '../errors.js';
 
 export interface PoolOptions {
@@ -53,6 +54,7 @@ export class DecodePool {
   readonly #opts: PoolOptions;
   readonly #piscina: Piscina | null;
   readonly #inline: Decoder | null;
+  readonly #dictionaries: SeriesDictionaries;
   #inFlight = 0;
   #waiters: Array<() => void> = [];
   #closed = false;
@@ -66,6 +68,7 @@ export class DecodePool {
       throw new RangeError(`maxInFlight (${opts.maxInFlight}) must be an integer >= 1`);
     }
     this.#opts = opts;
+    this.#dictionaries = new SeriesDictionaries(Math.max(4, opts.threads * 4));
     if (opts.threads === 0) {
       this.#piscina = null;
       this.#inline = new Decoder(opts.settings);
@@ -132,10 +135,12 @@ export class DecodePool {
           }
           const task = pack(batch);
           // The timeout also covers a worker that never comes up, which piscina would otherwise wait on forever.
-          const result = (await this.#piscina!.run(task, {
+          const wire = (await this.#piscina!.run(task, {
             transferList: [task.buffer, task.offsets.buffer as ArrayBuffer],
             signal: AbortSignal.timeout(this.#opts.taskTimeoutMs),
-          })) as DecodeResult;
+          })) as WireResult;
+          // Results of one worker arrive in the order it produced them: register its new keys now.
+          const result = this.#dictionaries.expand(wire);
           const total = (performance.now() - queuedAt) / 1000;
           return { kind: 'ok', result, waitSeconds: Math.max(0, total - result.decodeSeconds), runSeconds: result.decodeSeconds };
         } catch (err) {
