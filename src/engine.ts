@@ -170,7 +170,9 @@ export class Engine {
     const position = s.store.commitPosition();
     const appliedEnd = s.store.appliedEnd;
     if (position === null || appliedEnd === null) return null;
-    return { position, watermarkMs: s.store.watermark, appliedEnd };
+    // After a restart, positions below replayBefore were processed by an earlier run: the point must
+    // not claim less, or the next restart would dead-letter their records again (as late).
+    return { position, watermarkMs: s.store.watermark, appliedEnd: Math.max(appliedEnd, s.replayBefore) };
   }
 
   /** Position after the last applied batch. */

@@ -137,7 +137,7 @@ export class Pipeline {
         logger,
         batchSize: config.batchSize,
         batchMaxBytes: config.batchMaxBytes,
-        intakeHigh: Math.max(2, config.poolQueue),
+        intakeMaxBytes: config.kafka.intakeMaxBytes,
         ...(sink.ownsPositions === true ? { positions: sink } : {}),
       });
       source = kafka;

@@ -39,6 +39,7 @@ export interface KafkaConfig {
   heartbeatIntervalMs: number;
   maxWaitMs: number;
   maxBytesPerPartition: number;
+  intakeMaxBytes: number;
   commitIntervalMs: number;
   idleFlushMs: number;
   lagIntervalMs: number;
@@ -218,6 +219,7 @@ function parseKafka(r: Reader, required: boolean): KafkaConfig {
     heartbeatIntervalMs,
     maxWaitMs: r.int('KAFKA_MAX_WAIT_MS', 0, 60000),
     maxBytesPerPartition: r.int('KAFKA_MAX_BYTES_PER_PARTITION', 1024, 256 * 1024 * 1024),
+    intakeMaxBytes: r.int('KAFKA_INTAKE_MAX_BYTES', 1024, 16 * 1024 * 1024 * 1024),
     commitIntervalMs: r.num('COMMIT_INTERVAL_SECONDS', 0.1, 3600) * 1000,
     idleFlushMs: r.num('IDLE_FLUSH_SECONDS', 0.1, 86400) * 1000,
     lagIntervalMs: r.num('LAG_INTERVAL_SECONDS', 0.1, 3600) * 1000,

@@ -128,6 +128,7 @@ t.test('lag is non-zero while behind and reaches 0; a slow pool pauses partition
     BATCH_SIZE: '50',
     POOL_QUEUE: '1',
     KAFKA_MAX_BYTES_PER_PARTITION: '16384',
+    KAFKA_INTAKE_MAX_BYTES: '20000',
     KAFKA_SESSION_TIMEOUT_MS: '6000',
     KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
   }, { workerFile: SLOW_WORKER });

@@ -217,6 +217,7 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ KAFKA_SESSION_TIMEOUT_MS: '100' }, 'KAFKA_SESSION_TIMEOUT_MS', '100', INT(6000, 300000)],
     [{ KAFKA_HEARTBEAT_INTERVAL_MS: '30000' }, 'KAFKA_HEARTBEAT_INTERVAL_MS', '30000', /lower than KAFKA_SESSION_TIMEOUT_MS \(30000\)/],
     [{ KAFKA_MAX_WAIT_MS: '-1' }, 'KAFKA_MAX_WAIT_MS', '-1', INT(0, 60000)],
+    [{ KAFKA_INTAKE_MAX_BYTES: '10' }, 'KAFKA_INTAKE_MAX_BYTES', '10', /integer from 1024/],
     [{ KAFKA_MAX_BYTES_PER_PARTITION: '10' }, 'KAFKA_MAX_BYTES_PER_PARTITION', '10', /integer from 1024/],
     [{ COMMIT_INTERVAL_SECONDS: '0' }, 'COMMIT_INTERVAL_SECONDS', '0', NUM(0.1, 3600)],
     [{ IDLE_FLUSH_SECONDS: 'x' }, 'IDLE_FLUSH_SECONDS', 'x', NUM(0.1, 86400)],

@@ -26,8 +26,12 @@ export interface KafkaSourceOptions {
   readonly logger: Logger;
   readonly batchSize: number;
   readonly batchMaxBytes: number;
-  /** Batches waiting for the engine before partitions are paused. */
-  readonly intakeHigh: number;
+  /**
+   * Bytes fetched and waiting for the engine before busy partitions are paused (resumed below half).
+   * Large on purpose: once every partition is paused, kafkajs sleeps a whole KAFKA_MAX_WAIT_MS before
+   * fetching again, so pausing early starves the pool.
+   */
+  readonly intakeMaxBytes: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
   readonly positions?: Pick<Sink, 'readPositions'>;
 }
@@ -90,6 +94,7 @@ export class KafkaSource {
   #nextId = 1;
   #gen = 0;
   #intake: IntakeItem[] = [];
+  #intakeBytes = 0;
   #submitting = false;
   #wakePump: (() => void) | null = null;
   #intakeWaiters: Array<() => void> = [];
@@ -242,6 +247,10 @@ export class KafkaSource {
     } catch {
       // Not running (never joined): nothing to pause.
     }
+    // Fetched batches not yet handed to the pool are dropped, not processed: shutdown stays short, and
+    // nothing is lost, since commits never pass them (the next owner fetches them again).
+    this.#intake = [];
+    this.#intakeBytes = 0;
     await this.#intakeEmpty();
     await engine.drain().catch(() => {});
     await this.#commit('shutdown');
@@ -332,7 +341,7 @@ export class KafkaSource {
   }
 
   async #onBatch({ batch, resolveOffset, isStale }: EachBatchPayload): Promise<void> {
-    const { metrics, batchSize, batchMaxBytes, intakeHigh } = this.#o;
+    const { metrics, batchSize, batchMaxBytes, intakeMaxBytes } = this.#o;
     if (isStale() || batch.messages.length === 0) return;
     const l = this.#live.get(key(batch));
     if (l === undefined) return;
@@ -371,6 +380,7 @@ export class KafkaSource {
         lastTimestampMs: lastTs,
       };
       this.#intake.push({ gen: l.gen, live: l, batch: b });
+      this.#intakeBytes += data.length;
       positions = [];
       keys = [];
     };
@@ -390,7 +400,7 @@ export class KafkaSource {
     // The fetch position moves on now; what we commit is decided by the engine's windows.
     resolveOffset(batch.lastOffset());
     this.#wakePump?.();
-    if (this.#intake.length >= intakeHigh && !l.paused && this.#consumer !== null) {
+    if (this.#intakeBytes >= intakeMaxBytes && !l.paused && this.#consumer !== null) {
       this.#consumer.pause([{ topic: l.tp.topic, partitions: [l.tp.partition] }]);
       l.paused = true;
       metrics.pausedPartitions.inc();
@@ -402,6 +412,7 @@ export class KafkaSource {
     const { engine, logger } = this.#o;
     for (;;) {
       const item = this.#intake.shift();
+      if (item !== undefined) this.#intakeBytes -= item.batch.data.length;
       if (item === undefined) {
         for (const w of this.#intakeWaiters.splice(0)) w();
         if (this.#finished) return;
@@ -418,10 +429,11 @@ export class KafkaSource {
         logger.error({ err: this.#fatal.message }, 'kafka: engine failed; stopping');
         this.stop();
         this.#intake = [];
+        this.#intakeBytes = 0;
       } finally {
         this.#submitting = false;
       }
-      if (this.#intake.length <= this.#o.intakeHigh / 2) this.#resumePaused();
+      if (this.#intakeBytes <= this.#o.intakeMaxBytes / 2) this.#resumePaused();
     }
   }
 
@@ -453,6 +465,7 @@ export class KafkaSource {
     }
     this.#live.clear();
     this.#intake = [];
+    this.#intakeBytes = 0;
     for (const w of this.#intakeWaiters.splice(0)) w();
     this.#o.metrics.assignedPartitions.set(0);
     this.#o.metrics.pausedPartitions.set(0);
@@ -463,6 +476,12 @@ export class KafkaSource {
     this.#commitChain = this.#commitChain.then(async () => {
       const consumer = this.#consumer;
       if (consumer === null) return;
+      // A sink that owns positions stores them itself, with its rows (PostgreSQL: in its table; Kafka
+      // exactly-once: in its transactions, to this very group). Committing here too would race with it:
+      // the broker keeps the offset commit appended last to __consumer_offsets, and a transaction's
+      // offsets are appended before it commits, so a plain commit of an older point sent meanwhile
+      // wins, and the next owner emits windows again.
+      if (this.#o.positions !== undefined) return;
       const { engine, metrics, logger } = this.#o;
       const gen = this.#gen;
       const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
