@@ -8,13 +8,45 @@ import { ROOT, writeResult, type Mode, type Scenario } from './lib/scenario.js';
 import { refreshTuningTable, writeBenchmarksDoc } from './lib/report.js';
 import { ceilometerScenario } from './scenarios/ceilometer.js';
 import { decodeScenario } from './scenarios/decode.js';
+import { kafkaE2eScenario } from './scenarios/kafka-e2e.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
+import { queryScenario } from './scenarios/query.js';
 import { seed000Scenario } from './scenarios/seed000.js';
+import { sustainedScenario } from './scenarios/sustained.js';
 
-const SCENARIOS: readonly Scenario[] = [decodeScenario, poolScenario, seed000Scenario, ceilometerScenario, memoryScenario];
+const SCENARIOS: readonly Scenario[] = [
+  decodeScenario,
+  poolScenario,
+  seed000Scenario,
+  ceilometerScenario,
+  queryScenario,
+  kafkaE2eScenario,
+  sustainedScenario,
+  memoryScenario,
+];
 /** Short names accepted by --only, besides the ids. */
-const ALIASES: Readonly<Record<string, string>> = { pool: 'pool-scaling', seed000: 'seed-000', ceilometer: 'ceilometer-ingest', memory: 'memory-per-series' };
+const ALIASES: Readonly<Record<string, string>> = {
+  pool: 'pool-scaling',
+  seed000: 'seed-000',
+  ceilometer: 'ceilometer-ingest',
+  memory: 'memory-per-series',
+  kafka: 'kafka-e2e',
+  e2e: 'kafka-e2e',
+  seed003: 'sustained',
+  seed001: 'query',
+};
+
+/**
+ * A scenario that cannot follow the common protocol says what it did in its config
+ * ('protocol.warmup', 'protocol.runs'): scenario 5 in quick mode measures 3 rounds, scenario 6 runs
+ * each rate once. The result file and the page then state that, not the runner's default.
+ */
+function protocolOf(config: Readonly<Record<string, string | number>>, fallback: Protocol): Protocol {
+  const warmup = config['protocol.warmup'];
+  const runs = config['protocol.runs'];
+  return { warmup: typeof warmup === 'number' ? warmup : fallback.warmup, runs: typeof runs === 'number' ? runs : fallback.runs };
+}
 
 interface Args {
   readonly mode: Mode;
@@ -87,7 +119,7 @@ async function main(): Promise<void> {
       timestamp: new Date().toISOString(),
       durationSeconds,
       machine,
-      protocol: { ...protocol, alternated: true, childProcessPerRun: true },
+      protocol: { ...protocolOf(out.config, protocol), alternated: true, childProcessPerRun: true },
     });
     headlines.push(...out.headline);
     log(`  -> ${file} (${durationSeconds.toFixed(0)} s)`);
