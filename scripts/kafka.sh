@@ -2,7 +2,7 @@
 # Local single-node Apache Kafka (KRaft) broker for tests, benchmarks and trying things out.
 #
 #   scripts/kafka.sh start    download (once) + format + start; prints the bootstrap address
-#   scripts/kafka.sh stop     stop the broker and delete its data
+#   scripts/kafka.sh stop     stop the broker and delete its data (KAFKA_KEEP_DATA=1: keep it)
 #   scripts/kafka.sh status   exit 0 if running and ready, 1 otherwise
 #   scripts/kafka.sh logs     show the broker log (LOG_LINES=n for the last n lines, FOLLOW=1 to tail -f)
 #
@@ -16,6 +16,8 @@
 #   KAFKA_HEAP_OPTS        JVM heap               (default "-Xms256m -Xmx1g")
 #   KAFKA_START_TIMEOUT    seconds to wait        (default 90)
 #   JAVA                   java binary            (default $JAVA_HOME/bin/java or java)
+#   KAFKA_KEEP_DATA        1 = stop keeps the data and the next start reuses it (a broker restart,
+#                          e.g. for outage tests); default 0: stop deletes it, start formats anew
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,6 +34,7 @@ PORT="${KAFKA_PORT:-9092}"
 CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
 HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
+KEEP_DATA="${KAFKA_KEEP_DATA:-0}"
 if [[ -n "${JAVA:-}" ]]; then :
 elif [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"
 else JAVA=java
@@ -146,10 +149,16 @@ cmd_start() {
   ensure_libs
 
   mkdir -p "$RUN_DIR"
-  cleanup_data   # stale data from a crashed/killed run
-  local data_dir
-  data_dir="$(mktemp -d "$RUN_DIR/data.XXXXXX")"
-  echo "$data_dir" >"$DATA_DIR_FILE"
+  local data_dir="" reuse=0
+  if [[ "$KEEP_DATA" == 1 && -s "$DATA_DIR_FILE" ]]; then
+    data_dir="$(cat "$DATA_DIR_FILE")"
+    [[ -f "$data_dir/meta.properties" ]] && reuse=1
+  fi
+  if ((reuse == 0)); then
+    cleanup_data   # stale data from a crashed/killed run
+    data_dir="$(mktemp -d "$RUN_DIR/data.XXXXXX")"
+    echo "$data_dir" >"$DATA_DIR_FILE"
+  fi
   echo "$PORT" >"$PORT_FILE"
 
   sed -e "s|@HOST@|$HOST|g" -e "s|@PORT@|$PORT|g" \
@@ -162,13 +171,17 @@ cmd_start() {
 
   local cp cluster_id
   cp="$(classpath)"
-  cluster_id="$("$JAVA" -cp "$cp" -Dlog4j.configuration="file:$LOG4J" -Dkafka.logs.dir="$RUN_DIR" \
-                 kafka.tools.StorageTool random-uuid)"
-  # Static quorum (controller.quorum.voters) => no --standalone (that is for dynamic quorums).
-  if ! "$JAVA" -cp "$cp" -Dlog4j.configuration="file:$LOG4J" -Dkafka.logs.dir="$RUN_DIR" \
-        kafka.tools.StorageTool format -t "$cluster_id" -c "$PROPS" >"$RUN_DIR/format.log" 2>&1; then
-    cat "$RUN_DIR/format.log" >&2
-    die "storage format failed"
+  if ((reuse == 1)); then
+    log "reusing the data in $data_dir (KAFKA_KEEP_DATA=1)"
+  else
+    cluster_id="$("$JAVA" -cp "$cp" -Dlog4j.configuration="file:$LOG4J" -Dkafka.logs.dir="$RUN_DIR" \
+                   kafka.tools.StorageTool random-uuid)"
+    # Static quorum (controller.quorum.voters) => no --standalone (that is for dynamic quorums).
+    if ! "$JAVA" -cp "$cp" -Dlog4j.configuration="file:$LOG4J" -Dkafka.logs.dir="$RUN_DIR" \
+          kafka.tools.StorageTool format -t "$cluster_id" -c "$PROPS" >"$RUN_DIR/format.log" 2>&1; then
+      cat "$RUN_DIR/format.log" >&2
+      die "storage format failed"
+    fi
   fi
 
   # setsid: own session/process group, survives the calling shell (no setsid on macOS: nohup
@@ -230,8 +243,13 @@ cmd_stop() {
     kill -KILL "$pid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   fi
-  cleanup_data
-  log "stopped"
+  if [[ "$KEEP_DATA" == 1 ]]; then
+    rm -f "$PID_FILE" "$PORT_FILE"
+    log "stopped (data kept in $(cat "$DATA_DIR_FILE" 2>/dev/null))"
+  else
+    cleanup_data
+    log "stopped"
+  fi
 }
 
 cmd_status() {
