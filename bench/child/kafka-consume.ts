@@ -8,7 +8,7 @@
 // Prints {"event":"first"} at the first message and {"event":"done",...} after the last one on
 // stdout, so that the parent times both on its own clock, exactly as it times the engine.
 import kafkajs from 'kafkajs';
-import { registerCodecs } from '../../src/sources/kafka/codecs.js';
+import { registerCodecs } from '../../src/kafka/codecs.js';
 
 export const CONSUME_VARIANTS = ['bare', 'naive'] as const;
 export type ConsumeVariant = (typeof CONSUME_VARIANTS)[number];

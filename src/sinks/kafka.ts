@@ -16,8 +16,9 @@ import kafkajs, { type Kafka, type Message, type PartitionOffset, type Producer 
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';
 import { StreamstatsError } from '../errors.js';
-import { kafkajsConfig } from '../sources/kafka/client.js';
-import { registerCodecs } from '../sources/kafka/codecs.js';
+import { formatCommitMeta, parseCommitMeta } from '../commit-meta.js';
+import { kafkajsConfig } from '../kafka/client.js';
+import { registerCodecs } from '../kafka/codecs.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import type { PartitionPositions, Sink, SinkCommit } from './index.js';
 
@@ -129,27 +130,8 @@ function byteLength(v: Buffer | string | null | undefined): number {
   return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
 }
 
-/** Stored as the offset's commit metadata, exactly as the Kafka source writes and reads it. */
-interface CommitMeta {
-  v: 1;
-  wm: number;
-  hi: number;
-}
-
 export function commitMetadata(c: SinkCommit): string {
-  const meta: CommitMeta = { v: 1, wm: Number.isFinite(c.point.watermarkMs) ? c.point.watermarkMs : 0, hi: c.point.appliedEnd };
-  return JSON.stringify(meta);
-}
-
-function parseCommitMeta(text: string | null | undefined): CommitMeta | null {
-  if (text === null || text === undefined || text === '') return null;
-  try {
-    const m = JSON.parse(text) as Partial<CommitMeta>;
-    if (m.v === 1 && typeof m.wm === 'number' && typeof m.hi === 'number') return { v: 1, wm: m.wm, hi: m.hi };
-  } catch {
-    // Not ours.
-  }
-  return null;
+  return formatCommitMeta(c.point);
 }
 
 const FENCING_TYPES = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);

@@ -8,8 +8,8 @@ import kafkajs from 'kafkajs';
 import { parseConfig } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { generatePoints } from '../sources/generator.js';
-import { registerCodecs } from '../sources/kafka/codecs.js';
-import { kafkajsConfig } from '../sources/kafka/client.js';
+import { registerCodecs } from '../kafka/codecs.js';
+import { kafkajsConfig } from '../kafka/client.js';
 import { createLogger } from '../logger.js';
 
 const { CompressionTypes, Kafka, logLevel, Partitioners } = kafkajs;

@@ -16,8 +16,9 @@ import type { Engine } from '../../engine.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { SourceBatch } from '../types.js';
 import type { PartitionPositions, Sink } from '../../sinks/index.js';
-import { kafkajsConfig } from './client.js';
-import { registerCodecs } from './codecs.js';
+import { kafkajsConfig } from '../../kafka/client.js';
+import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit-meta.js';
+import { registerCodecs } from '../../kafka/codecs.js';
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
@@ -61,26 +62,6 @@ interface IntakeItem {
   readonly gen: number;
   readonly live: Live;
   readonly batch: SourceBatch;
-}
-
-/** Stored as offset commit metadata: the emitted-window boundary and how far processing got. */
-interface CommitMeta {
-  v: 1;
-  /** Watermark (ms): every window ending at or before it was emitted. */
-  wm: number;
-  /** Position after the last applied batch: below it, everything was processed once. */
-  hi: number;
-}
-
-export function parseCommitMeta(text: string | null | undefined): CommitMeta | null {
-  if (text === null || text === undefined || text === '') return null;
-  try {
-    const m = JSON.parse(text) as Partial<CommitMeta>;
-    if (m.v === 1 && typeof m.wm === 'number' && typeof m.hi === 'number') return { v: 1, wm: m.wm, hi: m.hi };
-  } catch {
-    // Metadata written by someone else: ignore it, start without a boundary.
-  }
-  return null;
 }
 
 const key = (tp: TopicPartition) => `${tp.topic}:${tp.partition}`;
@@ -489,8 +470,7 @@ export class KafkaSource {
       for (const l of this.#live.values()) {
         const cp = engine.commitPoint(l.id);
         if (cp === null) continue;
-        const meta: CommitMeta = { v: 1, wm: Number.isFinite(cp.watermarkMs) ? cp.watermarkMs : 0, hi: cp.appliedEnd };
-        const text = JSON.stringify(meta);
+        const text = formatCommitMeta(cp);
         const id = `${cp.position}|${text}`;
         if (id === l.lastCommitted) continue;
         offsets.push({ topic: l.tp.topic, partition: l.tp.partition, offset: String(cp.position), metadata: text });

@@ -1,7 +1,7 @@
 // kafkajs client settings from our config, with kafkajs's logs routed into ours.
 import kafkajs, { type KafkaConfig as KafkajsConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { KafkaConfig } from '../../config/index.js';
+import type { KafkaConfig } from '../config/index.js';
 
 const KafkaLogLevel = kafkajs.logLevel;
 
