@@ -152,13 +152,15 @@ export class Engine {
    * Forgets a partition (revoked, or rebuilt after a rebalance): batches in flight for it are not
    * applied, its open windows are discarded (the next owner rebuilds them from the committed position).
    */
-  dropPartition(p: number): void {
+  dropPartition(p: number): Promise<void> {
     const s = this.#partitions.get(p);
-    if (s === undefined) return;
+    if (s === undefined) return Promise.resolve();
     s.dropped = true;
     s.store.takeAll();
     this.#partitions.delete(p);
     this.#updateGauges();
+    // Resolves once an apply already under way (possibly mid-write to the sink) has finished.
+    return s.chain.catch(() => {});
   }
 
   /** What a commit may name for this partition now; null before any positioned batch was applied. */

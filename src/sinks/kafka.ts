@@ -431,16 +431,35 @@ export class KafkaSink implements Sink {
     if (!this.#o.exactlyOnce || partitions.length === 0) return out;
     await Promise.all(partitions.map((p) => this.#producers.renew(this.transactionalId(topic, p))));
     const admin = await this.#adminClient();
-    const res = await admin.fetchOffsets({ groupId: this.#o.groupId, topics: [topic] });
     const wanted = new Set(partitions);
-    for (const t of res) {
-      for (const p of t.partitions) {
-        const offset = Number(p.offset);
-        const meta = parseCommitMeta(p.metadata);
-        if (!wanted.has(p.partition) || offset < 0 || meta === null) continue;
-        out.set(p.partition, { position: offset, watermarkMs: meta.wm, appliedEnd: meta.hi });
+    const read = async (): Promise<Map<number, PartitionPositions>> => {
+      const m = new Map<number, PartitionPositions>();
+      for (const t of await admin.fetchOffsets({ groupId: this.#o.groupId, topics: [topic] })) {
+        for (const p of t.partitions) {
+          const offset = Number(p.offset);
+          const meta = parseCommitMeta(p.metadata);
+          if (!wanted.has(p.partition) || offset < 0 || meta === null) continue;
+          m.set(p.partition, { position: offset, watermarkMs: meta.wm, appliedEnd: meta.hi });
+        }
       }
+      return m;
+    };
+    // The group coordinator applies a committed transaction's offsets a moment after its markers are
+    // written, and kafkajs's OffsetFetch cannot ask for stable offsets (require_stable, KIP-447): a
+    // read right after the fencing above may still show the previous commit. Read until two reads
+    // some time apart agree.
+    let last = await read();
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      const next = await read();
+      const same = next.size === last.size && [...next].every(([p, v]) => {
+        const o = last.get(p);
+        return o !== undefined && o.position === v.position && o.appliedEnd === v.appliedEnd;
+      });
+      last = next;
+      if (same) break;
     }
+    for (const [p, v] of last) out.set(p, v);
     return out;
   }
 

@@ -209,7 +209,7 @@ export class KafkaSource {
       if (this.#stopping && this.#consumer !== null) await this.#drainAndCommit(consumer);
       this.#joined = false;
       metrics.kafkaConnected.set(0);
-      this.#dropAll();
+      void this.#dropAll();
       this.#consumer = null;
       this.#admin = null;
       // disconnect() leaves the group; bounded so a dead broker cannot hold shutdown.
@@ -245,14 +245,17 @@ export class KafkaSource {
     // kafkajs restarts every assigned partition from its committed offset after a join, so what we
     // held (open windows, batches in flight) is rebuilt from the commit instead of being continued.
     const pausedBefore = [...this.#live.values()].filter((l) => l.paused);
-    this.#dropAll();
+    const settled = this.#dropAll();
     if (pausedBefore.length > 0 && this.#consumer !== null) {
       // Pause state survives a rebalance in kafkajs; what we paused is ours to resume.
       for (const l of pausedBefore) this.#consumer.resume([{ topic: l.tp.topic, partitions: [l.tp.partition] }]);
     }
     const tps: TopicPartition[] = [];
     for (const [topic, partitions] of Object.entries(assignment)) for (const partition of partitions) tps.push({ topic, partition });
-    const ready = this.#initPartitions(gen, tps);
+    // An emission of the previous generation may still be writing to the sink: the restore must read
+    // positions after it, or it would resume from before rows that are already out (and, with the
+    // exactly-once sink, fence our own transaction in flight).
+    const ready = settled.then(() => this.#initPartitions(gen, tps));
     for (const tp of tps) {
       const id = this.#nextId++;
       this.#identity.set(id, tp);
@@ -438,9 +441,11 @@ export class KafkaSource {
     return new Promise<void>((resolve) => this.#intakeWaiters.push(resolve));
   }
 
-  #dropAll(): void {
+  /** Forgets every held partition; resolves when their applies already under way have finished. */
+  #dropAll(): Promise<void> {
+    const settled: Array<Promise<void>> = [];
     for (const l of this.#live.values()) {
-      this.#o.engine.dropPartition(l.id);
+      settled.push(this.#o.engine.dropPartition(l.id));
       this.#o.metrics.lagMessages.remove({ topic: l.tp.topic, partition: String(l.tp.partition) });
       this.#o.metrics.lagSeconds.remove({ topic: l.tp.topic, partition: String(l.tp.partition) });
     }
@@ -450,6 +455,7 @@ export class KafkaSource {
     for (const w of this.#intakeWaiters.splice(0)) w();
     this.#o.metrics.assignedPartitions.set(0);
     this.#o.metrics.pausedPartitions.set(0);
+    return Promise.all(settled).then(() => {});
   }
 
   /** Commits, per held partition, the engine's safe point with the emitted boundary as metadata. */
