@@ -35,7 +35,7 @@ export const OPTIONS = [
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', help: 'larger messages are rejected (too_large)' },
   { env: 'MAX_FUTURE_SECONDS', default: '86400', group: 'limits', help: 'event times further ahead of the wall clock are rejected (future_timestamp); 0 = off' },
   { env: 'WORKER_THREADS', default: 'auto', group: 'engine', help: 'decode threads; auto = usable CPUs (cgroup quota aware) - 1, at least 1; 0 = decode on the main thread' },
-  { env: 'BATCH_SIZE', default: '1000', group: 'engine', help: 'messages per batch handed to a worker (1..100000)' },
+  { env: 'BATCH_SIZE', default: '4000', group: 'engine', help: 'messages per batch handed to a worker (1..100000); larger batches pre-aggregate more in the worker' },
   { env: 'BATCH_MAX_BYTES', default: '4194304', group: 'engine', help: 'a batch is cut once it holds this many bytes' },
   { env: 'POOL_QUEUE', default: 'auto', group: 'engine', help: 'batches in flight (queued + running) before the source is paused; auto = 2 x threads + 1' },
   { env: 'TASK_TIMEOUT_SECONDS', default: '60', group: 'engine', help: 'a batch still decoding after this long is aborted, retried once, then dead-lettered' },

@@ -54,7 +54,7 @@ t.test('defaults', async (t) => {
   t.match(c.workerThreadsReason, /auto/);
   t.match(c.workerThreadsReason, /4 usable/);
   t.match(c.workerThreadsReason, /\(x\)/, 'reason includes the CPU source');
-  t.equal(c.batchSize, 1000);
+  t.equal(c.batchSize, 4000);
   t.equal(c.batchMaxBytes, 4_194_304);
   t.equal(c.poolQueue, 2 * 3 + 1, 'POOL_QUEUE auto = 2 x threads + 1');
   t.equal(c.workerMaxMemoryMb, 512);
