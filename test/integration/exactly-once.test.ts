@@ -1,7 +1,7 @@
 // kill -9 at random moments while the engine consumes a loaded topic, restart, repeat; then the
 // exactly-once stores must equal an independent computation, window for window, with no window twice.
 import t, { type Test } from 'tap';
-import { reference, type RefRecord } from '../fixtures/reference.js';
+import { expectedRows, idOf } from '../fixtures/faults.js';
 import { brokers, client, createTopic, keyed, produce, uid, workloadPoints, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, startEngineProcess, until } from '../fixtures/engine-process.js';
@@ -10,16 +10,7 @@ import { Rng } from '../fixtures/gen.js';
 const KILLS = Number(process.env['CRASH_KILLS'] ?? '3');
 const W: Workload = { count: 40_000, metrics: 100, hosts: 4, seed: 11 };
 
-function expected(w: Workload) {
-  const recs: RefRecord[] = workloadPoints(w).map((p) => {
-    const o = JSON.parse(p.json) as { metric: { name: string; dimensions: Record<string, string>; timestamp: number; value: number }; meta: { tenantId: string; region: string } };
-    return { name: o.metric.name, dims: { ...o.metric.dimensions, _tenant_id: o.meta.tenantId, _region: o.meta.region }, tsMs: o.metric.timestamp, value: o.metric.value };
-  });
-  return reference([recs], 60_000, 5_000).rows;
-}
-
-const idOf = (name: string, groupby: Record<string, string | null>, periodStartIso: string) =>
-  JSON.stringify([name, Object.keys(groupby).sort().map((k) => [k, groupby[k]]), periodStartIso]);
+const expected = (w: Workload) => expectedRows(workloadPoints(w));
 
 /** Runs the engine, kills it with SIGKILL KILLS times at random moments, then lets a last one finish. */
 async function crashAndFinish(t: Test, env: Record<string, string>, seed: number): Promise<void> {
