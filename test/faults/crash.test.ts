@@ -8,7 +8,7 @@ import { brokers, client, createTopic, uid, type Workload } from '../fixtures/ka
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, until } from '../fixtures/engine-process.js';
 import { Rng } from '../fixtures/gen.js';
-import { assertStoreEquals, expectedRows, idOf, keyedMessages, pgRows, points, produceTo, readTopic, spawnEngine } from '../fixtures/faults.js';
+import { assertStoreEquals, crashEngineEnv, expectedRows, idOf, keyedMessages, pgRows, points, produceTo, readTopic, spawnEngine } from '../fixtures/faults.js';
 
 const KILLS = Number(process.env['CRASH_KILLS'] ?? '10');
 // Big enough that the kills land while records are still being consumed (checked below).
@@ -25,20 +25,7 @@ interface KillLog {
 /** Runs the engine, kills it with SIGKILL KILLS times at random moments, then lets a last one finish. */
 async function crashAndFinish(t: Test, env: Record<string, string>, seed: number, stored: () => Promise<number>): Promise<KillLog[]> {
   const rng = new Rng(seed);
-  const common = {
-    SOURCE: 'kafka',
-    KAFKA_BROKERS: brokers().join(','),
-    KAFKA_SESSION_TIMEOUT_MS: '6000',
-    KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
-    KAFKA_MAX_WAIT_MS: '100',
-    KAFKA_MAX_BYTES_PER_PARTITION: '32768',
-    BATCH_SIZE: '100',
-    IDLE_FLUSH_SECONDS: '1',
-    COMMIT_INTERVAL_SECONDS: '0.3',
-    WORKER_THREADS: '1',
-    DEAD_LETTER: 'stderr',
-    ...env,
-  };
+  const common = crashEngineEnv(env);
   const kills: KillLog[] = [];
   const stderrs: Array<() => string> = [];
   for (let k = 0; k < KILLS; k++) {

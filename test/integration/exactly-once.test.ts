@@ -1,8 +1,8 @@
 // kill -9 at random moments while the engine consumes a loaded topic, restart, repeat; then the
 // exactly-once stores must equal an independent computation, window for window, with no window twice.
 import t, { type Test } from 'tap';
-import { expectedRows, idOf } from '../fixtures/faults.js';
-import { brokers, client, createTopic, keyed, produce, uid, workloadPoints, type Workload } from '../fixtures/kafka.js';
+import { crashEngineEnv, expectedRows, idOf } from '../fixtures/faults.js';
+import { client, createTopic, keyed, produce, uid, workloadPoints, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, startEngineProcess, until } from '../fixtures/engine-process.js';
 import { Rng } from '../fixtures/gen.js';
@@ -15,20 +15,7 @@ const expected = (w: Workload) => expectedRows(workloadPoints(w));
 /** Runs the engine, kills it with SIGKILL KILLS times at random moments, then lets a last one finish. */
 async function crashAndFinish(t: Test, env: Record<string, string>, seed: number): Promise<void> {
   const rng = new Rng(seed);
-  const common = {
-    SOURCE: 'kafka',
-    KAFKA_BROKERS: brokers().join(','),
-    KAFKA_SESSION_TIMEOUT_MS: '6000',
-    KAFKA_HEARTBEAT_INTERVAL_MS: '1000',
-    KAFKA_MAX_WAIT_MS: '100',
-    KAFKA_MAX_BYTES_PER_PARTITION: '32768',
-    BATCH_SIZE: '100',
-    IDLE_FLUSH_SECONDS: '1',
-    COMMIT_INTERVAL_SECONDS: '0.3',
-    WORKER_THREADS: '1',
-    DEAD_LETTER: 'stderr',
-    ...env,
-  };
+  const common = crashEngineEnv(env);
   for (let k = 0; k < KILLS; k++) {
     const e = await startEngineProcess(t, common);
     await until(() => e.ready(), 'engine joined the group', 60_000);
