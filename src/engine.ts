@@ -11,7 +11,7 @@ import { windowStart } from './core/window.js';
 import type { Metrics } from './metrics/index.js';
 import type { BatchOutcome, DecodePool } from './pool/index.js';
 import type { DeadLetter, DeadLetterEntry } from './sinks/dead-letter.js';
-import type { Sink } from './sinks/index.js';
+import type { Sink } from './sinks/types.js';
 import type { SourceBatch } from './sources/types.js';
 import { RowFormatter } from './windows/row.js';
 import { SeriesBudget, WindowStore, type ClosedCell } from './windows/store.js';

@@ -56,12 +56,14 @@ export type RejectReason =
   | 'too_many_dimensions'
   | 'late'
   | 'series_limit'
-  | 'poisoned_batch';
+  | 'poisoned_batch'
+  /** A statistics row the sink refused for a reason of the row itself; its records are counted here. */
+  | 'sink_rejected';
 
 export const REJECT_REASONS: readonly RejectReason[] = [
   'malformed_json', 'invalid_utf8', 'empty_message', 'too_large', 'not_an_object', 'missing_field',
   'wrong_type', 'non_finite_value', 'bad_timestamp', 'future_timestamp', 'too_many_dimensions',
-  'late', 'series_limit', 'poisoned_batch',
+  'late', 'series_limit', 'poisoned_batch', 'sink_rejected',
 ];
 
 export interface Reject {

@@ -20,7 +20,7 @@ import { formatCommitMeta, parseCommitMeta } from '../commit-meta.js';
 import { kafkajsConfig } from '../kafka/client.js';
 import { registerCodecs } from '../kafka/codecs.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
-import type { PartitionPositions, Sink, SinkCommit } from './index.js';
+import { WRITTEN_ALL, type PartitionPositions, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
 
 const { CompressionTypes, Partitioners } = kafkajs;
 
@@ -325,8 +325,9 @@ export class KafkaSink implements Sink {
     return `${this.#o.groupId}.${topic}.${partition}`;
   }
 
-  write(batch: RowBatch, commit?: SinkCommit): Promise<void> {
-    return this.#o.exactlyOnce ? this.#writeTransaction(batch, commit) : this.#writeIdempotent(batch);
+  async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
+    await (this.#o.exactlyOnce ? this.#writeTransaction(batch, commit) : this.#writeIdempotent(batch));
+    return WRITTEN_ALL;
   }
 
   #messages(rows: readonly StatsRow[]): Message[] {

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { CommitPoint } from '../../engine.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
-import type { PartitionPositions, Sink, SinkCommit } from '../index.js';
+import { WRITTEN_ALL, type PartitionPositions, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { redactUrl } from '../../config/redact.js';
 
@@ -102,14 +102,15 @@ export class PostgresSink implements Sink {
     return new PostgresSink(pool, url, opts.groupId);
   }
 
-  async write(batch: RowBatch, commit?: SinkCommit): Promise<void> {
-    if (batch.rows.length === 0 && commit === undefined) return;
+  async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
+    if (batch.rows.length === 0 && commit === undefined) return WRITTEN_ALL;
     const client = await this.#pool.connect();
     try {
       await client.query('BEGIN');
       if (batch.rows.length > 0) await client.query(UPSERT, columns(batch.rows));
       if (commit !== undefined) await this.#savePosition(client, commit);
       await client.query('COMMIT');
+      return WRITTEN_ALL;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${(err as Error).message}`, { cause: err });

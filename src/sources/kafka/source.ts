@@ -15,7 +15,7 @@ import { BatchBuilder } from '../../core/batch.js';
 import type { Engine } from '../../engine.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { SourceBatch } from '../types.js';
-import type { PartitionPositions, Sink } from '../../sinks/index.js';
+import type { PartitionPositions, Sink } from '../../sinks/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
 import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit-meta.js';
 import { registerCodecs } from '../../kafka/codecs.js';
