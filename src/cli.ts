@@ -24,7 +24,21 @@ async function main(): Promise<number> {
   const logger = createLogger(config.logLevel);
   logger.info({ config: redactedConfig(config) }, 'starting');
   logger.info({ workerThreads: config.workerThreads, reason: config.workerThreadsReason }, 'decode threads');
-  const pipeline = new Pipeline(config, { logger });
+  const exitAfterTimeout = (what: string) => {
+    const t = setTimeout(() => {
+      logger.error({ timeoutSeconds: config.shutdownTimeoutSeconds }, `${what} took longer than SHUTDOWN_TIMEOUT_SECONDS; exiting`);
+      process.exit(1);
+    }, config.shutdownTimeoutSeconds * 1000);
+    t.unref();
+  };
+  const pipeline = new Pipeline(config, {
+    logger,
+    onFatal: (err) => {
+      // One line for the operator (the log has the whole error); the exit code is 1.
+      process.stderr.write(`streamstats: fatal: ${err.message}\n`);
+      exitAfterTimeout('shutdown after a fatal error');
+    },
+  });
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     signals++;
@@ -34,11 +48,7 @@ async function main(): Promise<number> {
     }
     logger.info({ signal: sig, timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutting down: stop reading, finish in-flight batches, flush');
     pipeline.stop();
-    const t = setTimeout(() => {
-      logger.error({ timeoutSeconds: config.shutdownTimeoutSeconds }, 'shutdown took longer than SHUTDOWN_TIMEOUT_SECONDS; exiting');
-      process.exit(1);
-    }, config.shutdownTimeoutSeconds * 1000);
-    t.unref();
+    exitAfterTimeout('shutdown');
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);

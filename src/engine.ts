@@ -11,9 +11,9 @@ import { windowStart } from './core/window.js';
 import type { Metrics } from './metrics/index.js';
 import type { BatchOutcome, DecodePool } from './pool/index.js';
 import type { DeadLetter, DeadLetterEntry } from './sinks/dead-letter.js';
-import type { Sink } from './sinks/types.js';
+import type { RowRejection, Sink } from './sinks/types.js';
 import type { SourceBatch } from './sources/types.js';
-import { RowFormatter } from './windows/row.js';
+import { RowFormatter, type RowBatch } from './windows/row.js';
 import { SeriesBudget, WindowStore, type ClosedCell } from './windows/store.js';
 
 export interface EngineOptions {
@@ -37,7 +37,14 @@ export interface EngineOptions {
   readonly autoOpenPartitions: boolean;
   /** For partitioned sources: the identity stamped on rows (topic, partition). */
   readonly rowIdentity?: (partition: number) => { topic: string; partition: number } | undefined;
+  /** Called once, when the engine cannot go on (an output failed): the pipeline stops and exits non-zero. */
+  readonly onFatal?: (err: Error) => void;
+  /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
+  readonly maxWritesInFlight?: number;
 }
+
+/** Dead letters of refused rows keep at most this much of the row's JSON (value_truncated says so). */
+export const MAX_ROW_DEAD_LETTER_BYTES = 64 * 1024;
 
 export interface EngineTotals {
   messages: number;
@@ -68,6 +75,9 @@ interface PartitionState {
   lastAppliedTimestampMs: number | null;
   /** What a commit may name, taken only after the rows it implies were handed to the sink. */
   safe: CommitPoint | null;
+  /** Writes handed to a pipelined sink and not yet settled; `writes` settles after the last of them. */
+  writesInFlight: number;
+  writes: Promise<void>;
 }
 
 /** A consistent point to commit: the position, and the watermark up to which windows were emitted. */
@@ -143,6 +153,8 @@ export class Engine {
       unappliedTimestamps: [],
       lastAppliedTimestampMs: null,
       safe: null,
+      writesInFlight: 0,
+      writes: Promise.resolve(),
     };
     this.#partitions.set(p, s);
     return s;
@@ -159,8 +171,8 @@ export class Engine {
     s.store.takeAll();
     this.#partitions.delete(p);
     this.#updateGauges();
-    // Resolves once an apply already under way (possibly mid-write to the sink) has finished.
-    return s.chain.catch(() => {});
+    // Resolves once an apply already under way and every write it started have finished.
+    return s.chain.then(() => s.writes).catch(() => {});
   }
 
   /** What a commit may name for this partition now; null before any positioned batch was applied. */
@@ -200,7 +212,9 @@ export class Engine {
   /** Resolves when every batch submitted so far for this partition has been applied. */
   async drainPartition(p: number): Promise<void> {
     const s = this.#partitions.get(p);
-    if (s !== undefined) await s.chain;
+    if (s === undefined) return;
+    await s.chain;
+    await s.writes;
   }
 
   /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
@@ -242,12 +256,22 @@ export class Engine {
         if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
         if (this.#fatal === null && !state.dropped) await this.#apply(state, batch, result, nowMs);
       } catch (err) {
-        this.#fatal ??= err instanceof Error ? err : new Error(String(err));
-        this.#o.logger.error({ err: this.#fatal }, 'engine stopped: output failed');
+        this.#fail(err);
       } finally {
         this.#release();
       }
     });
+  }
+
+  /** The first error the engine cannot get past: logged once, reported once, then every submit throws. */
+  #fail(err: unknown): void {
+    if (this.#fatal !== null) return;
+    this.#fatal = err instanceof Error ? err : new Error(String(err));
+    this.#o.logger.error({ err: this.#fatal }, `engine stopped: ${this.#fatal.message}`);
+    const wake = this.#pendingWaiters;
+    this.#pendingWaiters = [];
+    for (const w of wake) w();
+    this.#o.onFatal?.(this.#fatal);
   }
 
   #release(): void {
@@ -263,6 +287,7 @@ export class Engine {
     do {
       before = [...this.#partitions.values()].map((s) => s.chain);
       await Promise.all(before);
+      await Promise.all([...this.#partitions.values()].map((s) => s.writes));
     } while ([...this.#partitions.values()].some((s, i) => s.chain !== before[i]));
     if (this.#fatal !== null) throw this.#fatal;
   }
@@ -271,6 +296,7 @@ export class Engine {
   async closeAll(): Promise<void> {
     await this.drain();
     for (const [p, s] of this.#partitions) await this.#emit(p, s.store.takeAll());
+    await this.drain();
     this.#updateGauges();
   }
 
@@ -294,7 +320,7 @@ export class Engine {
         await this.#emit(p, s.store.takeClosed(), s);
         this.#updateGauges();
       } catch (err) {
-        this.#fatal ??= err instanceof Error ? err : new Error(String(err));
+        this.#fail(err);
       }
     });
     await s.chain;
@@ -452,22 +478,100 @@ export class Engine {
 
   /**
    * Hands closed windows to the sink. With a partitioned source, the partition's commit point after
-   * this emission goes along, so a sink that stores positions writes both in one transaction.
+   * this emission goes along, so a sink that stores positions writes both in one transaction; the
+   * point becomes the partition's safe point only once the write (and every earlier one) settled.
+   * A pipelined sink gets the next emission while this one is in flight (bounded per partition).
    */
   async #emit(partition: number, cells: readonly ClosedCell[], state?: PartitionState): Promise<void> {
     const point = state === undefined ? null : this.#point(state);
     if (cells.length === 0) {
-      if (state !== undefined && point !== null) state.safe = point;
+      if (state !== undefined && point !== null) {
+        if (state.writesInFlight === 0) state.safe = point;
+        else state.writes = state.writes.then(() => this.#advanceSafe(state, point));
+      }
       return;
     }
     const ident = this.#o.rowIdentity?.(partition);
     const batch = this.#rows.format(cells, ident);
-    const end = this.#o.metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
-    await this.#o.sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined);
-    end();
-    if (state !== undefined && point !== null) state.safe = point;
-    this.#o.metrics.windowsEmitted.inc(cells.length);
-    this.totals.rows += cells.length;
+    const { metrics, sink } = this.#o;
+    const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
+    const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined);
+    const settle = async (): Promise<void> => {
+      const result = await written;
+      end();
+      await this.#deadLetterRows(partition, batch.rows, result.rejected, ident);
+      metrics.windowsEmitted.inc(cells.length - result.rejected.length);
+      this.totals.rows += cells.length - result.rejected.length;
+      if (state !== undefined && point !== null) this.#advanceSafe(state, point);
+    };
+    if (sink.pipelined !== true || state === undefined) {
+      await settle();
+      return;
+    }
+    const prev = state.writes;
+    state.writesInFlight++;
+    metrics.sinkWritesInFlight.inc();
+    // Settled in call order, so safe points only move forward; a failed write stops the engine.
+    state.writes = prev.then(settle).catch((err: unknown) => this.#fail(err)).finally(() => {
+      state.writesInFlight--;
+      metrics.sinkWritesInFlight.dec();
+    });
+    if (state.writesInFlight >= (this.#o.maxWritesInFlight ?? 16)) await state.writes;
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  #advanceSafe(state: PartitionState, point: CommitPoint): void {
+    if (this.#fatal === null) state.safe = point;
+  }
+
+  /**
+   * Rows a sink refused for a reason of the row: each becomes a dead letter (its JSON, cut at
+   * MAX_ROW_DEAD_LETTER_BYTES), and its records move from ok to sink_rejected, so that ok + rejected
+   * still equals the input.
+   */
+  async #deadLetterRows(
+    partition: number,
+    rows: RowBatch['rows'],
+    rejected: readonly RowRejection[],
+    ident: { topic: string; partition: number } | undefined,
+  ): Promise<void> {
+    if (rejected.length === 0) return;
+    const entries: DeadLetterEntry[] = [];
+    let records = 0;
+    for (const r of rejected) {
+      const row = rows[r.index];
+      if (row === undefined) continue;
+      records += row.count;
+      const json = JSON.stringify(row);
+      const e: DeadLetterEntry = {
+        time: new Date().toISOString(),
+        reason: 'sink_rejected',
+        detail: `${this.#o.sink.describe}: ${r.detail}`,
+        source: this.#o.sourceName,
+        partition,
+        batch_seq: -1,
+        message_index: -1,
+        element: -1,
+        value: json,
+        value_encoding: 'utf8',
+      };
+      const bytes = Buffer.byteLength(json);
+      if (bytes > MAX_ROW_DEAD_LETTER_BYTES) {
+        e.value = Buffer.from(json).subarray(0, MAX_ROW_DEAD_LETTER_BYTES).toString('utf8');
+        e.value_truncated = true;
+        e.value_bytes = bytes;
+      }
+      if (ident !== undefined) {
+        e.topic = ident.topic;
+        e.kafka_partition = ident.partition;
+      }
+      entries.push(e);
+    }
+    this.#o.metrics.sinkRejectedRows.inc(entries.length);
+    this.#o.logger.warn({ rows: entries.length, records, first: entries[0]?.detail }, 'sink refused rows; dead-lettered as sink_rejected');
+    this.totals.ok -= records;
+    this.#count('sink_rejected', records);
+    await this.#o.deadLetter.write(entries);
   }
 
   #updateGauges(): void {

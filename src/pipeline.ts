@@ -62,6 +62,8 @@ export interface PipelineDeps {
   /** Worker entry override (tests use misbehaving fixtures). */
   readonly workerFile?: string;
   readonly onListening?: (port: number) => void;
+  /** Called once when the engine cannot go on; the CLI bounds the shutdown that follows. */
+  readonly onFatal?: (err: Error) => void;
 }
 
 /** A running pipeline; stop() is idempotent and resolves when shutdown is done. */
@@ -71,6 +73,7 @@ export class Pipeline {
   #source: PullSource | KafkaSource | null = null;
   #ready = false;
   #stopped = false;
+  #fatal: Error | null = null;
   #progressTimer: NodeJS.Timeout | null = null;
 
   constructor(config: Config, deps: PipelineDeps) {
@@ -80,7 +83,7 @@ export class Pipeline {
 
   get ready(): boolean {
     const s = this.#source;
-    return this.#ready && (s instanceof KafkaSource ? s.ready : true);
+    return this.#ready && this.#fatal === null && (s instanceof KafkaSource ? s.ready : true);
   }
 
   /** Stop intake; run() then finishes in-flight batches, flushes and returns. */
@@ -127,6 +130,15 @@ export class Pipeline {
       percentileAccuracy: config.percentileAccuracy,
       autoOpenPartitions: config.source.kind !== 'kafka',
       rowIdentity: (p) => kafka?.identity(p),
+      // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
+      // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
+      // protocol makes the restart safe). Never a stall behind a 200.
+      onFatal: (err) => {
+        this.#fatal = err;
+        logger.error({ err }, `fatal: ${err.message}; shutting down`);
+        this.#deps.onFatal?.(err);
+        this.#source?.stop();
+      },
     });
     let source: PullSource | KafkaSource;
     if (config.source.kind === 'kafka') {
@@ -200,6 +212,7 @@ export class Pipeline {
       await http.close();
       await apiPool?.end().catch(() => {});
     }
+    if (this.#fatal !== null) throw this.#fatal;
     const elapsedSeconds = (performance.now() - started) / 1000;
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
     return {

@@ -7,9 +7,10 @@ import { parseIsoTimestamp } from '../core/record.js';
 import { redactUrl } from './redact.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
+import { producibleCompressions, type KafkaCompression } from '../kafka/compression.js';
 
 export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
-export type OutputCompression = 'none' | 'gzip' | 'snappy' | 'lz4';
+export type OutputCompression = KafkaCompression;
 export type SinkSpec =
   | { kind: 'stdout' }
   | { kind: 'file'; path: string }
@@ -255,7 +256,7 @@ function parseSink(r: Reader): SinkSpec {
       kind: 'kafka',
       topic,
       exactlyOnce: r.oneOf('EXACTLY_ONCE', ['true', 'false'] as const) === 'true',
-      compression: r.oneOf('OUTPUT_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4'] as const),
+      compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()),
     };
   }
   if (/^postgres(ql)?:\/\/./.test(s)) {
@@ -276,7 +277,7 @@ function parseDeadLetter(r: Reader): DeadLetterSpec {
   if (s === 'kafka') {
     const topic = r.raw('DLQ_TOPIC');
     if (!/^[A-Za-z0-9._-]{1,249}$/.test(topic)) throw new ConfigError('DLQ_TOPIC', topic, 'DEAD_LETTER=kafka needs a topic name of letters, digits, ".", "_" and "-"');
-    return { kind: 'kafka', topic, compression: r.oneOf('OUTPUT_COMPRESSION', ['none', 'gzip', 'snappy', 'lz4'] as const) };
+    return { kind: 'kafka', topic, compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
   }
   throw new ConfigError('DEAD_LETTER', s, 'file:PATH, stderr or kafka is allowed (rejected records are never dropped)');
 }

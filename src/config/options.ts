@@ -15,7 +15,7 @@ export const OPTIONS = [
   { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
   { env: 'SINK', default: 'stdout', group: 'io', help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka) | kafka (to OUTPUT_TOPIC)', secret: true },
   { env: 'OUTPUT_TOPIC', default: '', group: 'io', help: 'SINK=kafka: topic of the statistics rows (JSON keyed by row identity)' },
-  { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', help: 'SINK=kafka and DEAD_LETTER=kafka: none | gzip | snappy | lz4' },
+  { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', help: 'SINK=kafka and DEAD_LETTER=kafka: none | gzip | snappy | lz4 | zstd (zstd needs Node >= 22.15)' },
   { env: 'EXACTLY_ONCE', default: 'false', group: 'io', help: 'SINK=kafka: true = rows and consumed offsets commit in one Kafka transaction (read with read_committed)' },
   { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr | kafka (to DLQ_TOPIC): where rejected records go, with their reason' },
   { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },

@@ -2,11 +2,13 @@
 // lz4 and zstd, so the consumer registers a decoder for each:
 //   snappy: kafkajs-snappy (pure JS; understands the xerial framing Java producers write)
 //   lz4:    lz4-napi (prebuilt binaries shipped in npm packages; Kafka uses the LZ4 frame format)
-//   zstd:   fzstd (pure JS decompression; Node 20 has no zstd in zlib). We never compress with zstd.
+//   zstd:   node:zlib where it has zstd (Node >= 22.15), else fzstd (pure JS, decompression only).
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
 import { decompressFrame, compressFrame } from 'lz4-napi';
 import { decompress as zstdDecompress } from 'fzstd';
+import zlib from 'node:zlib';
+import { promisify } from 'node:util';
 
 // kafkajs is CommonJS: its named exports are read off the default export.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
@@ -24,13 +26,22 @@ const lz4: () => Codec = () => ({
   decompress: async (buffer) => decompressFrame(buffer),
 });
 
-const zstd: () => Codec = () => ({
-  compress: () => Promise.reject(new Error('zstd compression is not available in streamstats (Node 20 has no zstd); consuming zstd topics works')),
-  decompress: async (buffer) => {
-    const out = zstdDecompress(buffer);
-    return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
-  },
-});
+type ZstdFn = (b: Buffer, cb: (err: Error | null, out: Buffer) => void) => void;
+const nativeZstd = zlib as unknown as { zstdCompress?: ZstdFn; zstdDecompress?: ZstdFn };
+
+
+const zstd: () => Codec = () => {
+  const compress = nativeZstd.zstdCompress === undefined ? null : promisify(nativeZstd.zstdCompress);
+  return {
+    compress: (encoder) => compress === null
+      ? Promise.reject(new Error('zstd compression needs Node >= 22.15 (node:zlib); consuming zstd topics works on every version'))
+      : compress(encoder.buffer),
+    decompress: async (buffer) => {
+      const out = zstdDecompress(buffer);
+      return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+    },
+  };
+};
 
 let registered = false;
 

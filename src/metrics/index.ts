@@ -94,6 +94,12 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       buckets: SECONDS_BUCKETS,
       registers,
     }),
+    sinkRejectedRows: new Counter({
+      name: `${PREFIX}sink_rejected_rows_total`,
+      help: 'Statistics rows the sink refused for a reason of the row (dead-lettered as sink_rejected; their records count in records_total{result="sink_rejected"})',
+      registers,
+    }),
+    sinkWritesInFlight: new Gauge({ name: `${PREFIX}sink_writes_in_flight`, help: 'Emissions handed to the sink and not yet acknowledged', registers }),
   };
   // Every result label exists from the start, so rate() and alerts see zeros, not absent series.
   m.records.inc({ result: 'ok' }, 0);

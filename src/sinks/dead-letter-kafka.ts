@@ -11,16 +11,17 @@
 //   streamstats-source-offset   the Kafka offset, when the source has one
 //   streamstats-element         the record's index in a JSON-array message (absent for a whole message)
 //   streamstats-time            when it was rejected (ISO 8601)
+//   streamstats-truncated       present when the value was cut to fit the topic: the original size in bytes
 // The value is the entry's bytes: the whole message, or for a record inside a JSON-array message
 // that record's JSON text. Headers of the original message are not kept (the entry does not carry them).
+// A dead letter is never refused for its size: one that would not fit the topic's max.message.bytes
+// (read from the broker) is cut, detail first, then value, and flagged.
 import type { IHeaders, Kafka, Message } from 'kafkajs';
-import kafkajs from 'kafkajs';
 import type { Logger } from 'pino';
 import { StreamstatsError } from '../errors.js';
 import type { DeadLetter, DeadLetterEntry } from './dead-letter.js';
-import { chunkMessages, compressionCodec, kafkaClient, KAFKA_SINK_DEFAULTS, ProducerSet, validateProducerOptions, type KafkaClientSpec, type KafkaCompression } from './kafka.js';
-
-const { Partitioners } = kafkajs;
+import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
+import { chunkMessages, compressionCodec, kafkaClient, KAFKA_SINK_DEFAULTS, ProducerSet, RECORD_OVERHEAD_BYTES, topicMaxMessageBytes, validateProducerOptions, type KafkaClientSpec, type KafkaCompression } from './kafka.js';
 
 /**
  * What the engine could add to DeadLetterEntry for a Kafka source: the record's own topic and Kafka
@@ -50,7 +51,34 @@ export const DLQ_HEADERS = {
   sourceOffset: 'streamstats-source-offset',
   element: 'streamstats-element',
   time: 'streamstats-time',
+  truncated: 'streamstats-truncated',
 } as const;
+
+/** The detail header is cut at this many characters when a dead letter must shrink to fit. */
+const MAX_DETAIL_CHARS = 1024;
+
+function headerBytes(h: IHeaders): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(h)) n += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0) + 8;
+  return n;
+}
+
+/**
+ * Cuts a dead-letter message so that key, value and headers fit in maxBytes (minus record overhead):
+ * the detail header first, then the value, flagged with streamstats-truncated = original value size.
+ */
+export function fitDeadLetter(m: Message, maxBytes: number): Message {
+  const value = m.value as Buffer;
+  const key = m.key as Buffer | null;
+  const headers = { ...(m.headers ?? {}) };
+  const size = () => (key?.length ?? 0) + value.length + headerBytes(headers) + RECORD_OVERHEAD_BYTES;
+  if (size() <= maxBytes) return m;
+  const detail = headers[DLQ_HEADERS.detail];
+  if (typeof detail === 'string' && detail.length > MAX_DETAIL_CHARS) headers[DLQ_HEADERS.detail] = `${detail.slice(0, MAX_DETAIL_CHARS)}...`;
+  headers[DLQ_HEADERS.truncated] = String(value.length);
+  const room = Math.max(0, maxBytes - ((key?.length ?? 0) + headerBytes(headers) + RECORD_OVERHEAD_BYTES));
+  return { key, value: value.subarray(0, Math.min(value.length, room)), headers };
+}
 
 /** The Kafka topic of an entry: its own field, else the source description when it names one topic. */
 export function sourceTopic(e: KafkaDeadLetterEntry): string | undefined {
@@ -72,6 +100,7 @@ export function deadLetterMessage(e: KafkaDeadLetterEntry): Message {
   if (e.kafka_partition !== undefined) headers[DLQ_HEADERS.sourcePartition] = String(e.kafka_partition);
   if (e.offset !== undefined) headers[DLQ_HEADERS.sourceOffset] = e.offset;
   if (e.element >= 0) headers[DLQ_HEADERS.element] = String(e.element);
+  if (e.value_truncated === true) headers[DLQ_HEADERS.truncated] = String(e.value_bytes ?? '');
   return {
     key: e.key === undefined ? null : Buffer.from(e.key, 'base64'),
     // An empty value (a tombstone, reason empty_message) is kept as an empty value, not null: a null
@@ -86,6 +115,9 @@ export class KafkaDeadLetter implements DeadLetter {
   readonly #o: KafkaDeadLetterOptions;
   readonly #producers: ProducerSet;
   readonly #codec: number;
+  readonly #kafka: Kafka;
+  #maxMessageBytes: number = KAFKA_SINK_DEFAULTS.maxMessageBytes;
+  #limitRead: Promise<void> | null = null;
   #closing: Promise<void> | null = null;
 
   constructor(opts: KafkaDeadLetterOptions) {
@@ -93,15 +125,35 @@ export class KafkaDeadLetter implements DeadLetter {
     this.#o = opts;
     this.#codec = compressionCodec(opts.compression);
     this.describe = `kafka:${opts.topic}`;
-    this.#producers = new ProducerSet(kafkaClient(opts.kafka, opts.logger), opts.logger, (kafka) => ({
-      producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner }),
+    this.#kafka = kafkaClient(opts.kafka, opts.logger);
+    this.#producers = new ProducerSet(this.#kafka, opts.logger, (kafka) => ({
+      producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }),
       transactional: false,
     }));
   }
 
+  /** The DLQ topic's max.message.bytes, read once; the broker default until then or if it cannot be read. */
+  #readLimit(): Promise<void> {
+    this.#limitRead ??= (async () => {
+      const admin = this.#kafka.admin();
+      try {
+        await admin.connect();
+        const v = await topicMaxMessageBytes(admin, this.#o.topic);
+        if (v !== null) this.#maxMessageBytes = v;
+      } catch (err) {
+        this.#o.logger.debug({ err, topic: this.#o.topic }, 'kafka: cannot read the dead-letter topic\'s max.message.bytes; assuming the broker default');
+      } finally {
+        await admin.disconnect().catch(() => {});
+      }
+    })();
+    return this.#limitRead;
+  }
+
   async write(entries: readonly DeadLetterEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    const chunks = chunkMessages(entries.map(deadLetterMessage), this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes);
+    await this.#readLimit();
+    const messages = entries.map((e) => fitDeadLetter(deadLetterMessage(e), this.#maxMessageBytes));
+    const chunks = chunkMessages(messages, this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes);
     await this.#producers.run('dead-letters', async (producer, slot) => {
       try {
         for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });

@@ -22,6 +22,9 @@ export interface DeadLetterEntry {
   /** The rejected bytes: UTF-8 text, or base64 when they were not valid UTF-8 (value_encoding says which). */
   value: string;
   value_encoding: 'utf8' | 'base64';
+  /** Set when `value` holds only the first bytes of what was rejected; value_bytes is the whole size. */
+  value_truncated?: true;
+  value_bytes?: number;
   key?: string;
   /** Kafka source: the record's topic and partition (partition above is the engine's own id). */
   topic?: string;

@@ -1,12 +1,21 @@
 // Kafka statistics sink: one JSON message per row, keyed by the row's identity, so a compacted topic
-// keeps the latest row per window and the default (murmur2) partitioner keeps one identity in one
-// partition.
+// keeps the latest row per window and the Java-compatible murmur2 partitioner (src/kafka/partitioner)
+// keeps one identity in one partition, the one any Kafka client would pick.
+//
+// Pipelined: write() may be called while earlier writes are in flight. Writes queue per producer
+// ("lane") and whatever queued while a request or transaction was running goes out together in the
+// next one (bounded by maxTransactionBytes), so the number of requests and transactions follows what
+// throughput needs, without a linger timer. Call order is kept per lane.
+//
+// Rows no topic can take never reach the broker: a row over the topic's max.message.bytes (read from
+// the broker) is returned as rejected; a row the broker still refuses for a reason of its own
+// (MESSAGE_TOO_LARGE, INVALID_RECORD...) is isolated by bisection and returned as rejected too.
 //
 // Two modes:
 // - at-least-once (default): one idempotent producer, acks=-1; write() resolves once acknowledged.
-// - exactly-once: write(batch, commit) runs ONE transaction: the rows, then the input partition's
-//   offset (with the same metadata the Kafka source commits: {"v":1,"wm":…,"hi":…}) via
-//   sendOffsets, then commit. kafkajs 2.2.4 sends TxnOffsetCommit v0/v1, which carry no group
+// - exactly-once: the queued writes of an input partition run as ONE transaction: their rows, then
+//   the latest commit point's offset (with the same metadata the Kafka source commits:
+//   {"v":1,"wm":…,"hi":…}) via sendOffsets, then commit. kafkajs 2.2.4 sends TxnOffsetCommit v0/v1, which carry no group
 //   generation (no KIP-447 fencing), so the old pattern is used: one transactional producer per
 //   input partition, transactionalId `${groupId}.${topic}.${partition}`; a new owner's InitProducerId
 //   fences the previous one (its next transaction fails with INVALID_PRODUCER_EPOCH) and aborts or
@@ -19,19 +28,22 @@ import { StreamstatsError } from '../errors.js';
 import { formatCommitMeta, parseCommitMeta } from '../commit-meta.js';
 import { kafkajsConfig } from '../kafka/client.js';
 import { registerCodecs } from '../kafka/codecs.js';
+import { producibleCompressions, zstdAvailable, type KafkaCompression } from '../kafka/compression.js';
+
+export { KAFKA_COMPRESSIONS, type KafkaCompression } from '../kafka/compression.js';
+import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
+import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
 
-const { CompressionTypes, Partitioners } = kafkajs;
+const { CompressionTypes } = kafkajs;
 
-export const KAFKA_COMPRESSIONS = ['none', 'gzip', 'snappy', 'lz4'] as const;
-export type KafkaCompression = (typeof KAFKA_COMPRESSIONS)[number];
 
 const CODECS: Record<KafkaCompression, number> = {
   none: CompressionTypes.None,
   gzip: CompressionTypes.GZIP,
   snappy: CompressionTypes.Snappy,
   lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
 };
 
 /** A kafkajs client, or our Kafka settings to build one (its logs then go to `logger`). */
@@ -52,6 +64,8 @@ export interface KafkaSinkOptions {
   readonly maxRequestBytes?: number;
   /** close() gives in-flight writes this long, then disconnects anyway. */
   readonly closeTimeoutMs?: number;
+  /** Queued writes of a lane go out together up to this many key+value bytes (one request series / transaction). */
+  readonly maxTransactionBytes?: number;
 }
 
 export const KAFKA_SINK_DEFAULTS = {
@@ -59,7 +73,13 @@ export const KAFKA_SINK_DEFAULTS = {
   transactionTimeoutMs: 60_000,
   maxRequestBytes: 512 * 1024,
   closeTimeoutMs: 10_000,
+  maxTransactionBytes: 8 * 1024 * 1024,
+  /** The broker's default max.message.bytes, used until the topic's own value is read. */
+  maxMessageBytes: 1_048_588,
 } as const;
+
+/** Bytes a record costs beyond its key and value (record + batch headers, generously). */
+export const RECORD_OVERHEAD_BYTES = 128;
 
 const TOPIC_RE = /^[A-Za-z0-9._-]{1,249}$/;
 
@@ -70,8 +90,9 @@ function invalid(option: string, value: unknown, allowed: string): StreamstatsEr
 /** The one validator of the options shared by the statistics and dead-letter producers. */
 export function validateProducerOptions(o: { topic: string; compression?: string | undefined; maxRequestBytes?: number | undefined; closeTimeoutMs?: number | undefined }): void {
   if (!TOPIC_RE.test(o.topic)) throw invalid('topic', o.topic, 'a topic name of letters, digits, ".", "_" and "-" (at most 249) is allowed');
-  if (o.compression !== undefined && !(KAFKA_COMPRESSIONS as readonly string[]).includes(o.compression)) {
-    throw invalid('compression', o.compression, `one of ${KAFKA_COMPRESSIONS.join(', ')} (zstd is consumed, never produced)`);
+  if (o.compression !== undefined && !(producibleCompressions() as readonly string[]).includes(o.compression)) {
+    const zstdNote = zstdAvailable() ? '' : ' (zstd needs Node >= 22.15; it is consumed on every version)';
+    throw invalid('compression', o.compression, `one of ${producibleCompressions().join(', ')}${zstdNote}`);
   }
   if (o.maxRequestBytes !== undefined && !(Number.isInteger(o.maxRequestBytes) && o.maxRequestBytes >= 1024)) {
     throw invalid('maxRequestBytes', o.maxRequestBytes, 'an integer >= 1024');
@@ -108,17 +129,22 @@ export function rowIdentityKey(r: StatsRow): string {
 
 /** Splits messages into sends of at most maxBytes of keys and values (a single larger message goes alone). */
 export function chunkMessages(messages: readonly Message[], maxBytes: number): Message[][] {
-  const out: Message[][] = [];
-  let cur: Message[] = [];
+  return chunkItems(messages.map((m) => ({ m })), maxBytes).map((c) => c.map((x) => x.m));
+}
+
+/** Splits items (each carrying its message) into sends of at most maxBytes of keys and values. */
+function chunkItems<T extends { m: Message }>(items: readonly T[], maxBytes: number): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
   let bytes = 0;
-  for (const m of messages) {
-    const size = byteLength(m.key) + byteLength(m.value);
+  for (const x of items) {
+    const size = byteLength(x.m.key) + byteLength(x.m.value);
     if (cur.length > 0 && bytes + size > maxBytes) {
       out.push(cur);
       cur = [];
       bytes = 0;
     }
-    cur.push(m);
+    cur.push(x);
     bytes += size;
   }
   if (cur.length > 0) out.push(cur);
@@ -273,11 +299,54 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
+/** A topic's max.message.bytes as the broker reports it (topic override or broker default); null if unknown. */
+export async function topicMaxMessageBytes(admin: ReturnType<Kafka['admin']>, topic: string): Promise<number | null> {
+  const res = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: topic, configNames: ['max.message.bytes'] }] });
+  const v = Number(res.resources[0]?.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
+  return Number.isFinite(v) && v > 0 ? v : null;
+}
+
+const ROW_LEVEL_TYPES = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+/** A refusal of the records themselves, not of the producer or the connection (checked along the cause chain). */
+export function rowLevelRefusal(err: unknown): string | null {
+  for (let e: unknown = err, depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++) {
+    const x = e as { type?: unknown; code?: unknown; cause?: unknown; originalError?: unknown; message?: unknown };
+    if ((typeof x.type === 'string' && ROW_LEVEL_TYPES.has(x.type)) || x.code === 10 || x.code === 18 || x.code === 87) {
+      return typeof x.type === 'string' ? x.type : `error code ${String(x.code)}`;
+    }
+    e = x.cause ?? x.originalError;
+  }
+  return null;
+}
+
+/** One write() waiting in a lane: its messages, which row each is, and where to report. */
+interface QueuedWrite {
+  readonly messages: Message[];
+  /** rowIndex[i] = index in the batch of messages[i]. */
+  readonly rowIndex: number[];
+  readonly rows: number;
+  readonly bytes: number;
+  readonly commit: SinkCommit | undefined;
+  readonly rejected: RowRejection[];
+  resolve(r: SinkWriteResult): void;
+  reject(err: unknown): void;
+}
+
+interface Lane {
+  readonly queue: QueuedWrite[];
+  running: boolean;
+}
+
 export class KafkaSink implements Sink {
   readonly describe: string;
   /** In exactly-once mode the committed offsets travel in the sink's transactions: readPositions() reads them back. */
   readonly ownsPositions: boolean;
+  readonly pipelined = true;
   readonly #o: KafkaSinkOptions;
+  readonly #lanes = new Map<string, Lane>();
+  #maxMessageBytes: number = KAFKA_SINK_DEFAULTS.maxMessageBytes;
+  #limitRead: Promise<void> | null = null;
   readonly #kafka: Kafka;
   readonly #producers: ProducerSet;
   readonly #codec: number;
@@ -290,6 +359,9 @@ export class KafkaSink implements Sink {
     if (opts.exactlyOnce && opts.groupId === '') throw invalid('groupId', opts.groupId, 'exactly-once needs the consumer group id');
     if (opts.transactionTimeoutMs !== undefined && !(Number.isInteger(opts.transactionTimeoutMs) && opts.transactionTimeoutMs >= 1000)) {
       throw invalid('transactionTimeoutMs', opts.transactionTimeoutMs, 'an integer >= 1000');
+    }
+    if (opts.maxTransactionBytes !== undefined && !(Number.isInteger(opts.maxTransactionBytes) && opts.maxTransactionBytes >= 1024)) {
+      throw invalid('maxTransactionBytes', opts.maxTransactionBytes, 'an integer >= 1024');
     }
     this.#o = opts;
     this.#kafka = kafkaClient(opts.kafka, opts.logger);
@@ -306,12 +378,12 @@ export class KafkaSink implements Sink {
               idempotent: true,
               maxInFlightRequests: 1,
               transactionTimeout,
-              createPartitioner: Partitioners.DefaultPartitioner,
+              createPartitioner: JavaCompatiblePartitioner,
             }),
             transactional: true,
           }
         : {
-            producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner }),
+            producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }),
             transactional: false,
           },
     );
@@ -326,61 +398,217 @@ export class KafkaSink implements Sink {
   }
 
   async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
-    await (this.#o.exactlyOnce ? this.#writeTransaction(batch, commit) : this.#writeIdempotent(batch));
-    return WRITTEN_ALL;
-  }
-
-  #messages(rows: readonly StatsRow[]): Message[] {
-    return rows.map((r) => ({ key: rowIdentityKey(r), value: JSON.stringify(r) }));
-  }
-
-  async #writeIdempotent(batch: RowBatch): Promise<void> {
-    if (batch.rows.length === 0) return;
-    const chunks = chunkMessages(this.#messages(batch.rows), this.#maxBytes);
-    await this.#producers.run('rows', async (producer, slot) => {
-      try {
-        for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
-      } catch (err) {
-        // A failed idempotent send may leave kafkajs's sequence numbers out of step: start afresh.
-        void this.#producers.discard(slot);
-        throw new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${batch.rows.length} rows to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+    if (batch.rows.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return WRITTEN_ALL;
+    if (this.#closing !== null) throw new StreamstatsError('STREAMSTATS_SINK', `kafka: write to ${this.#o.topic} after close()`);
+    await this.#readLimit();
+    const messages: Message[] = [];
+    const rowIndex: number[] = [];
+    const rejected: RowRejection[] = [];
+    let bytes = 0;
+    for (let i = 0; i < batch.rows.length; i++) {
+      const r = batch.rows[i]!;
+      const key = rowIdentityKey(r);
+      const value = JSON.stringify(r);
+      const size = Buffer.byteLength(key) + Buffer.byteLength(value);
+      if (size + RECORD_OVERHEAD_BYTES > this.#maxMessageBytes) {
+        rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${this.#maxMessageBytes} of topic ${this.#o.topic}` });
+        continue;
       }
+      messages.push({ key, value });
+      rowIndex.push(i);
+      bytes += size;
+    }
+    if (messages.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return { rejected };
+    const id = this.#laneId(batch, commit);
+    let lane = this.#lanes.get(id);
+    if (lane === undefined) {
+      lane = { queue: [], running: false };
+      this.#lanes.set(id, lane);
+    }
+    const done = new Promise<SinkWriteResult>((resolve, reject) => {
+      lane.queue.push({ messages, rowIndex, rows: batch.rows.length, bytes, commit, rejected, resolve, reject });
     });
+    this.#pump(id, lane);
+    return done;
   }
 
-  async #writeTransaction(batch: RowBatch, commit: SinkCommit | undefined): Promise<void> {
-    if (batch.rows.length === 0 && commit === undefined) return;
+  /** Exactly-once: one producer per input partition (fencing); at-least-once: one for all. */
+  #laneId(batch: RowBatch, commit: SinkCommit | undefined): string {
+    if (!this.#o.exactlyOnce) return 'rows';
     // Without a commit (unpartitioned source) the rows still say which input partition they belong
     // to when there is one; otherwise one producer for the whole group.
     const first = batch.rows[0];
-    const id = commit !== undefined
+    return commit !== undefined
       ? this.transactionalId(commit.topic, commit.partition)
       : first?.topic !== undefined && first.partition !== undefined
         ? this.transactionalId(first.topic, first.partition)
         : `${this.#o.groupId}.rows`;
-    const chunks = chunkMessages(this.#messages(batch.rows), this.#maxBytes);
-    await this.#producers.run(id, async (producer, slot) => {
-      let committing = false;
-      let tx: Awaited<ReturnType<Producer['transaction']>> | null = null;
-      try {
-        const txn = await producer.transaction();
-        tx = txn;
-        for (const messages of chunks) await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
-        if (commit !== undefined) {
-          // kafkajs's types leave metadata out, but it passes each partition object as is to
-          // TxnOffsetCommit, whose v0/v1 encoder writes `metadata` (NULLABLE_STRING).
-          const partitions: Array<PartitionOffset & { metadata: string }> = [
-            { partition: commit.partition, offset: String(commit.point.position), metadata: commitMetadata(commit) },
-          ];
-          const offsets = { consumerGroupId: this.#o.groupId, topics: [{ topic: commit.topic, partitions }] };
-          await retryConcurrentTransactions(() => txn.sendOffsets(offsets));
+  }
+
+  /** Runs the lane until its queue is empty; what queued meanwhile goes out together. */
+  #pump(id: string, lane: Lane): void {
+    if (lane.running) return;
+    lane.running = true;
+    void (async () => {
+      const max = this.#o.maxTransactionBytes ?? KAFKA_SINK_DEFAULTS.maxTransactionBytes;
+      while (lane.queue.length > 0) {
+        let bytes = 0;
+        let n = 0;
+        while (n < lane.queue.length && (n === 0 || bytes + lane.queue[n]!.bytes <= max)) bytes += lane.queue[n++]!.bytes;
+        const group = lane.queue.splice(0, n);
+        try {
+          const refused = this.#o.exactlyOnce ? await this.#writeTransaction(id, group) : await this.#writeIdempotent(group);
+          for (const w of group) w.resolve({ rejected: [...w.rejected, ...(refused.get(w) ?? [])].sort((a, b) => a.index - b.index) });
+        } catch (err) {
+          for (const w of group) w.reject(err);
         }
-        committing = true;
-        await txn.commit();
+      }
+      lane.running = false;
+    })();
+  }
+
+  /** The topic's max.message.bytes, read once (rows over it are rejected before sending). */
+  #readLimit(refresh = false): Promise<void> {
+    if (refresh) this.#limitRead = null;
+    this.#limitRead ??= (async () => {
+      try {
+        const v = await topicMaxMessageBytes(await this.#adminClient(), this.#o.topic);
+        if (v !== null) this.#maxMessageBytes = v;
       } catch (err) {
-        throw await this.#failed(err, slot, tx, committing, batch.rows.length, commit);
+        // The topic may not exist yet (auto-creation) or describe may be denied: keep the broker default.
+        this.#o.logger.debug({ err, topic: this.#o.topic }, 'kafka: cannot read max.message.bytes; assuming the broker default');
+      }
+    })();
+    return this.#limitRead;
+  }
+
+  /** The messages of a group, each with its write and row, in call order. */
+  #flatten(group: readonly QueuedWrite[]): Array<{ m: Message; w: QueuedWrite; row: number }> {
+    const out: Array<{ m: Message; w: QueuedWrite; row: number }> = [];
+    for (const w of group) for (let i = 0; i < w.messages.length; i++) out.push({ m: w.messages[i]!, w, row: w.rowIndex[i]! });
+    return out;
+  }
+
+  async #writeIdempotent(group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
+    const items = this.#flatten(group);
+    const refused = new Map<QueuedWrite, RowRejection[]>();
+    const rows = group.reduce((a, w) => a + w.rows, 0);
+    await this.#producers.run('rows', async (producer, slot) => {
+      const send = (ms: Message[]) => producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: ms });
+      try {
+        // A refused chunk is bisected: the good halves are written (at-least-once allows the retry),
+        // the refused rows are isolated one by one.
+        const isolate = async (part: typeof items): Promise<void> => {
+          try {
+            await send(part.map((x) => x.m));
+          } catch (err) {
+            const why = rowLevelRefusal(err);
+            if (why === null) throw err;
+            if (part.length === 1) {
+              const x = part[0]!;
+              const list = refused.get(x.w) ?? [];
+              list.push({ index: x.row, detail: `kafka: ${this.#o.topic} refused the row: ${why} (${(err as Error).message})` });
+              refused.set(x.w, list);
+              return;
+            }
+            const mid = part.length >> 1;
+            await isolate(part.slice(0, mid));
+            await isolate(part.slice(mid));
+          }
+        };
+        for (const chunk of chunkItems(items, this.#maxBytes)) await isolate(chunk);
+      } catch (err) {
+        // A failed idempotent send may leave kafkajs's sequence numbers out of step: start afresh.
+        void this.#producers.discard(slot);
+        throw new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${rows} rows to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
       }
     });
+    if (refused.size > 0) void this.#readLimit(true);
+    return refused;
+  }
+
+  async #writeTransaction(id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
+    // The latest commit point covers every earlier one of the lane (one input partition).
+    let commit: SinkCommit | undefined;
+    for (const w of group) if (w.commit !== undefined) commit = w.commit;
+    const rows = group.reduce((a, w) => a + w.rows, 0);
+    let items = this.#flatten(group);
+    const refused = new Map<QueuedWrite, RowRejection[]>();
+    return this.#producers.run(id, async (producer, slot) => {
+      for (let attempt = 0; ; attempt++) {
+        let committing = false;
+        let tx: Awaited<ReturnType<Producer['transaction']>> | null = null;
+        try {
+          const txn = await producer.transaction();
+          tx = txn;
+          for (const chunk of chunkItems(items, this.#maxBytes)) {
+            await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
+          }
+          if (commit !== undefined) {
+            // kafkajs's types leave metadata out, but it passes each partition object as is to
+            // TxnOffsetCommit, whose v0/v1 encoder writes `metadata` (NULLABLE_STRING).
+            const partitions: Array<PartitionOffset & { metadata: string }> = [
+              { partition: commit.partition, offset: String(commit.point.position), metadata: commitMetadata(commit) },
+            ];
+            const offsets = { consumerGroupId: this.#o.groupId, topics: [{ topic: commit.topic, partitions }] };
+            await retryConcurrentTransactions(() => txn.sendOffsets(offsets));
+          }
+          committing = true;
+          await txn.commit();
+          return refused;
+        } catch (err) {
+          const why = committing ? null : rowLevelRefusal(err);
+          if (why === null || attempt > 0) throw await this.#failed(err, slot, tx, committing, rows, commit);
+          // A refused row: abort, find the rows by probing in transactions that are always aborted
+          // (read_committed readers never see them), then write the rest with the offsets.
+          await this.#abortOrThrow(err, slot, tx, rows, commit);
+          const bad = await this.#probe(producer, items);
+          for (const x of bad) {
+            const list = refused.get(x.w) ?? [];
+            list.push({ index: x.row, detail: `kafka: ${this.#o.topic} refused the row: ${why}` });
+            refused.set(x.w, list);
+          }
+          items = items.filter((x) => !bad.includes(x));
+          void this.#readLimit(true);
+        }
+      }
+    });
+  }
+
+  async #abortOrThrow(err: unknown, slot: ProducerSlot, tx: Awaited<ReturnType<Producer['transaction']>> | null, rows: number, commit: SinkCommit | undefined): Promise<void> {
+    if (tx === null || !tx.isActive()) return;
+    try {
+      await tx.abort();
+    } catch {
+      throw await this.#failed(err, slot, null, false, rows, commit);
+    }
+  }
+
+  /** The items the broker refuses, found by bisection with aborted transactions. */
+  async #probe<T extends { m: Message }>(producer: Producer, items: readonly T[]): Promise<T[]> {
+    const bad: T[] = [];
+    const visit = async (part: readonly T[]): Promise<void> => {
+      if (part.length === 0) return;
+      const txn = await producer.transaction();
+      let failed: unknown = null;
+      try {
+        for (const chunk of chunkItems(part, this.#maxBytes)) await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
+      } catch (err) {
+        failed = err;
+      }
+      await txn.abort();
+      if (failed === null) return;
+      if (rowLevelRefusal(failed) === null) throw failed;
+      if (part.length === 1) {
+        bad.push(part[0]!);
+        return;
+      }
+      const mid = part.length >> 1;
+      await visit(part.slice(0, mid));
+      await visit(part.slice(mid));
+    };
+    await visit(items);
+    return bad;
   }
 
   /** Aborts what can be aborted, drops the producer if its state is unknown, and says what happened. */

@@ -45,6 +45,12 @@ export interface Sink {
    */
   readonly ownsPositions?: boolean;
   /**
+   * True when write() may be called again before earlier calls resolved: the sink keeps the call order
+   * per partition itself (and may batch several emissions into one request or transaction). The engine
+   * then goes on applying batches while rows are in flight; otherwise it awaits each write.
+   */
+  readonly pipelined?: boolean;
+  /**
    * Writes one emission. Resolves with the rows refused for row-level reasons (the rest, and the
    * commit, are written). Rejects only when the sink itself cannot go on (connection lost past its
    * retries, fenced, outcome unknown): the engine then stops and the process exits non-zero.
