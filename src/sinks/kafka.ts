@@ -407,8 +407,8 @@ export class KafkaSink implements Sink {
     let bytes = 0;
     for (let i = 0; i < batch.rows.length; i++) {
       const r = batch.rows[i]!;
-      const key = rowIdentityKey(r);
-      const value = JSON.stringify(r);
+      const key = batch.identityKey?.(i) ?? rowIdentityKey(r);
+      const value = batch.json?.(i) ?? JSON.stringify(r);
       const size = Buffer.byteLength(key) + Buffer.byteLength(value);
       if (size + RECORD_OVERHEAD_BYTES > this.#maxMessageBytes) {
         rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${this.#maxMessageBytes} of topic ${this.#o.topic}` });

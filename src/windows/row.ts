@@ -32,6 +32,9 @@ export interface StatsRow {
 export interface RowBatch {
   readonly rows: readonly StatsRow[];
   ndjson(): string;
+  /** Each row's JSON (as JSON.stringify writes it) and identity key, from per-series cached parts. */
+  json?(i: number): string;
+  identityKey?(i: number): string;
 }
 
 interface SeriesOut {
@@ -40,6 +43,8 @@ interface SeriesOut {
   readonly groupby: Record<string, string | null>;
   /** `{"name":…,"unit":…,"groupby":{…},` : serialised once per series, not once per row. */
   readonly jsonPrefix: string;
+  /** `"name",[["dim","value"],…]` of the identity key (groupby pairs sorted by name), once per series. */
+  readonly identityMiddle: string;
 }
 
 /**
@@ -60,6 +65,8 @@ export class RowFormatter {
   format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments; sketch?: Sketch }>, where?: { topic: string; partition: number }): RowBatch {
     const rows: StatsRow[] = new Array(cells.length);
     const prefixes: string[] = new Array(cells.length);
+    const middles: string[] = new Array(cells.length);
+    const keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       const s = this.#seriesOut(c.key);
@@ -93,6 +100,7 @@ export class RowFormatter {
       }
       rows[i] = row;
       prefixes[i] = s.jsonPrefix;
+      middles[i] = s.identityMiddle;
     }
     return {
       rows,
@@ -101,6 +109,8 @@ export class RowFormatter {
         for (let i = 0; i < rows.length; i++) out += `${prefixes[i]!}${rowTail(rows[i]!)}\n`;
         return out;
       },
+      json: (i) => `${prefixes[i]!}${rowTail(rows[i]!)}`,
+      identityKey: (i) => `${keyHead}${middles[i]!},"${rows[i]!.period_start}"]`,
     };
   }
 
@@ -111,7 +121,8 @@ export class RowFormatter {
       const id = parseSeriesKey(key);
       const groupby = groupbyObject(id);
       const head = JSON.stringify({ name: id.name, unit: id.unit, groupby });
-      s = { name: id.name, unit: id.unit, groupby, jsonPrefix: `${head.slice(0, -1)},` };
+      const pairs = Object.keys(groupby).sort().map((k) => [k, groupby[k] ?? null]);
+      s = { name: id.name, unit: id.unit, groupby, jsonPrefix: `${head.slice(0, -1)},`, identityMiddle: `${JSON.stringify(id.name)},${JSON.stringify(pairs)}` };
       this.#series.set(key, s);
     }
     return s;

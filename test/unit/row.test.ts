@@ -1,0 +1,49 @@
+// RowFormatter's cached serialisation must equal the plain one: the Kafka sink sends json(i) and
+// identityKey(i) instead of JSON.stringify(row) and rowIdentityKey(row).
+import t from 'tap';
+import { seriesKey } from '../../src/core/series.js';
+import { addSample, emptyMoments } from '../../src/core/stats.js';
+import { Sketch } from '../../src/core/sketch.js';
+import { rowIdentityKey } from '../../src/sinks/kafka.js';
+import { RowFormatter } from '../../src/windows/row.js';
+import { Rng } from '../fixtures/gen.js';
+
+const ALPHABET = ['a', 'Z', '"', '\\', '\n', 'é', '€', '😀', '\u2028', ' ', '.', '{', ']', '0'];
+
+function text(rng: Rng, max: number): string {
+  let s = '';
+  const n = rng.int(1, max);
+  for (let i = 0; i < n; i++) s += ALPHABET[rng.int(0, ALPHABET.length - 1)];
+  return s;
+}
+
+for (const withSketch of [false, true]) {
+  t.test(`json(i) and identityKey(i) equal JSON.stringify(row) and rowIdentityKey(row)${withSketch ? ' (percentiles)' : ''}`, async (t) => {
+    const rng = new Rng(withSketch ? 11 : 5);
+    const f = new RowFormatter(60_000, 1000, withSketch ? [50, 99.9] : []);
+    let checked = 0;
+    for (let round = 0; round < 40; round++) {
+      const cells = Array.from({ length: 25 }, () => {
+        const dims: Array<[string, string]> = Array.from({ length: rng.int(0, 5) }, () => [text(rng, 6), text(rng, 12)]);
+        const m = emptyMoments();
+        const sk = withSketch ? new Sketch(0.01) : undefined;
+        for (let i = 0; i < rng.int(1, 5); i++) {
+          const v = (rng.next() - 0.5) * 1e6;
+          addSample(m, v, 1_581_425_000_000 + rng.int(0, 59_999));
+          sk?.add(v);
+        }
+        const cell = { key: seriesKey(text(rng, 20), rng.next() < 0.3 ? null : text(rng, 4), dims, null), windowStart: 1_581_425_000_000 + 60_000 * rng.int(0, 3), moments: m };
+        return sk === undefined ? cell : { ...cell, sketch: sk };
+      });
+      const where = round % 2 === 0 ? undefined : { topic: `t.${text(rng, 5)}`, partition: rng.int(0, 99) };
+      const b = f.format(cells, where);
+      for (let i = 0; i < b.rows.length; i++) {
+        if (b.json!(i) !== JSON.stringify(b.rows[i])) t.fail(`json(${i}) differs: ${b.json!(i)}`);
+        if (b.identityKey!(i) !== rowIdentityKey(b.rows[i]!)) t.fail(`identityKey(${i}) differs: ${b.identityKey!(i)}`);
+        checked++;
+      }
+      t.equal(b.ndjson(), b.rows.map((_, i) => `${b.json!(i)}\n`).join(''), 'ndjson is the json lines');
+    }
+    t.equal(checked, 1000);
+  });
+}
