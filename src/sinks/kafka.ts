@@ -31,7 +31,7 @@ import { registerCodecs } from '../kafka/codecs.js';
 import { producibleCompressions, zstdAvailable, type KafkaCompression } from '../kafka/compression.js';
 
 export { KAFKA_COMPRESSIONS, type KafkaCompression } from '../kafka/compression.js';
-import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
+import { JavaCompatiblePartitioner, partitionForKey } from '../kafka/partitioner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
 
@@ -60,7 +60,11 @@ export interface KafkaSinkOptions {
   readonly logger: Logger;
   /** Broker-side limit for an open transaction (kafkajs default 60 s; broker max 15 min by default). */
   readonly transactionTimeoutMs?: number;
-  /** Rows per produce request are cut at this many key+value bytes (the broker's message.max.bytes is 1 MiB by default). */
+  /**
+   * A produce request carries at most this many key+value bytes per output partition (the broker's
+   * max.message.bytes, 1 MiB by default, bounds each partition's record batch), so one request holds
+   * up to this much times the topic's partition count.
+   */
   readonly maxRequestBytes?: number;
   /** close() gives in-flight writes this long, then disconnects anyway. */
   readonly closeTimeoutMs?: number;
@@ -132,20 +136,26 @@ export function chunkMessages(messages: readonly Message[], maxBytes: number): M
   return chunkItems(messages.map((m) => ({ m })), maxBytes).map((c) => c.map((x) => x.m));
 }
 
-/** Splits items (each carrying its message) into sends of at most maxBytes of keys and values. */
+/**
+ * Splits items (each carrying its message) into sends holding at most maxBytes of keys and values per
+ * partition (messages without a partition count against one shared budget); a single larger message
+ * goes alone.
+ */
 function chunkItems<T extends { m: Message }>(items: readonly T[], maxBytes: number): T[][] {
   const out: T[][] = [];
   let cur: T[] = [];
-  let bytes = 0;
+  const bytes = new Map<number, number>();
   for (const x of items) {
     const size = byteLength(x.m.key) + byteLength(x.m.value);
-    if (cur.length > 0 && bytes + size > maxBytes) {
+    const p = x.m.partition ?? -1;
+    const used = bytes.get(p) ?? 0;
+    if (cur.length > 0 && used > 0 && used + size > maxBytes) {
       out.push(cur);
       cur = [];
-      bytes = 0;
+      bytes.clear();
     }
     cur.push(x);
-    bytes += size;
+    bytes.set(p, (bytes.get(p) ?? 0) + size);
   }
   if (cur.length > 0) out.push(cur);
   return out;
@@ -346,6 +356,8 @@ export class KafkaSink implements Sink {
   readonly #o: KafkaSinkOptions;
   readonly #lanes = new Map<string, Lane>();
   #maxMessageBytes: number = KAFKA_SINK_DEFAULTS.maxMessageBytes;
+  /** Output partitions, read with the limit: rows get their partition here, so requests are cut per partition. */
+  #partitions = 0;
   #limitRead: Promise<void> | null = null;
   readonly #kafka: Kafka;
   readonly #producers: ProducerSet;
@@ -414,7 +426,8 @@ export class KafkaSink implements Sink {
         rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${this.#maxMessageBytes} of topic ${this.#o.topic}` });
         continue;
       }
-      messages.push({ key, value });
+      // The partition the Java-compatible partitioner would pick, set here so requests can be cut per partition.
+      messages.push(this.#partitions > 0 ? { key, value, partition: partitionForKey(key, this.#partitions) } : { key, value });
       rowIndex.push(i);
       bytes += size;
     }
@@ -432,17 +445,18 @@ export class KafkaSink implements Sink {
     return done;
   }
 
-  /** Exactly-once: one producer per input partition (fencing); at-least-once: one for all. */
+  /**
+   * One producer (and lane) per input partition in both modes: exactly-once needs it for fencing, and
+   * at-least-once gets requests in flight side by side (kafkajs's idempotent producer allows only one
+   * at a time). A row identity belongs to one input partition, so its rows stay in order.
+   */
   #laneId(batch: RowBatch, commit: SinkCommit | undefined): string {
-    if (!this.#o.exactlyOnce) return 'rows';
     // Without a commit (unpartitioned source) the rows still say which input partition they belong
     // to when there is one; otherwise one producer for the whole group.
     const first = batch.rows[0];
-    return commit !== undefined
-      ? this.transactionalId(commit.topic, commit.partition)
-      : first?.topic !== undefined && first.partition !== undefined
-        ? this.transactionalId(first.topic, first.partition)
-        : `${this.#o.groupId}.rows`;
+    const input = commit ?? (first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined);
+    if (!this.#o.exactlyOnce) return input === undefined ? 'rows' : `rows.${input.topic}.${input.partition}`;
+    return input !== undefined ? this.transactionalId(input.topic, input.partition) : `${this.#o.groupId}.rows`;
   }
 
   /** Runs the lane until its queue is empty; what queued meanwhile goes out together. */
@@ -457,7 +471,7 @@ export class KafkaSink implements Sink {
         while (n < lane.queue.length && (n === 0 || bytes + lane.queue[n]!.bytes <= max)) bytes += lane.queue[n++]!.bytes;
         const group = lane.queue.splice(0, n);
         try {
-          const refused = this.#o.exactlyOnce ? await this.#writeTransaction(id, group) : await this.#writeIdempotent(group);
+          const refused = this.#o.exactlyOnce ? await this.#writeTransaction(id, group) : await this.#writeIdempotent(id, group);
           for (const w of group) w.resolve({ rejected: [...w.rejected, ...(refused.get(w) ?? [])].sort((a, b) => a.index - b.index) });
         } catch (err) {
           for (const w of group) w.reject(err);
@@ -472,8 +486,11 @@ export class KafkaSink implements Sink {
     if (refresh) this.#limitRead = null;
     this.#limitRead ??= (async () => {
       try {
-        const v = await topicMaxMessageBytes(await this.#adminClient(), this.#o.topic);
+        const admin = await this.#adminClient();
+        const v = await topicMaxMessageBytes(admin, this.#o.topic);
         if (v !== null) this.#maxMessageBytes = v;
+        const meta = await admin.fetchTopicMetadata({ topics: [this.#o.topic] });
+        this.#partitions = meta.topics[0]?.partitions.length ?? 0;
       } catch (err) {
         // The topic may not exist yet (auto-creation) or describe may be denied: keep the broker default.
         this.#o.logger.debug({ err, topic: this.#o.topic }, 'kafka: cannot read max.message.bytes; assuming the broker default');
@@ -489,11 +506,11 @@ export class KafkaSink implements Sink {
     return out;
   }
 
-  async #writeIdempotent(group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
+  async #writeIdempotent(id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
     const items = this.#flatten(group);
     const refused = new Map<QueuedWrite, RowRejection[]>();
     const rows = group.reduce((a, w) => a + w.rows, 0);
-    await this.#producers.run('rows', async (producer, slot) => {
+    await this.#producers.run(id, async (producer, slot) => {
       const send = (ms: Message[]) => producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: ms });
       try {
         // A refused chunk is bisected: the good halves are written (at-least-once allows the retry),
