@@ -8,8 +8,9 @@
 // throughput needs, without a linger timer. Call order is kept per lane.
 //
 // Rows no topic can take never reach the broker: a row over the topic's max.message.bytes (read from
-// the broker) is returned as rejected; a row the broker still refuses for a reason of its own
-// (MESSAGE_TOO_LARGE, INVALID_RECORD...) is isolated by bisection and returned as rejected too.
+// the broker) is returned as rejected. When the broker still refuses records (MESSAGE_TOO_LARGE: the
+// limit was lowered meanwhile), the limit is read again, the rows over it are rejected and the rest
+// retried once with a fresh producer.
 //
 // Two modes:
 // - at-least-once (default): one idempotent producer, acks=-1; write() resolves once acknowledged.
@@ -330,6 +331,13 @@ export function rowLevelRefusal(err: unknown): string | null {
   return null;
 }
 
+/** A send the broker refused for a reason of the records; `sent` messages before it were written. */
+class RowsRefused extends Error {
+  constructor(readonly why: string, readonly failure: StreamstatsError, readonly sent: number) {
+    super(failure.message);
+  }
+}
+
 /** One write() waiting in a lane: its messages, which row each is, and where to report. */
 interface QueuedWrite {
   readonly messages: Message[];
@@ -507,41 +515,23 @@ export class KafkaSink implements Sink {
   }
 
   async #writeIdempotent(id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
-    const items = this.#flatten(group);
-    const refused = new Map<QueuedWrite, RowRejection[]>();
     const rows = group.reduce((a, w) => a + w.rows, 0);
-    await this.#producers.run(id, async (producer, slot) => {
-      const send = (ms: Message[]) => producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: ms });
+    return this.#withRefusals(group, (items) => this.#producers.run(id, async (producer, slot) => {
+      let sent = 0;
       try {
-        // A refused chunk is bisected: the good halves are written (at-least-once allows the retry),
-        // the refused rows are isolated one by one.
-        const isolate = async (part: typeof items): Promise<void> => {
-          try {
-            await send(part.map((x) => x.m));
-          } catch (err) {
-            const why = rowLevelRefusal(err);
-            if (why === null) throw err;
-            if (part.length === 1) {
-              const x = part[0]!;
-              const list = refused.get(x.w) ?? [];
-              list.push({ index: x.row, detail: `kafka: ${this.#o.topic} refused the row: ${why} (${(err as Error).message})` });
-              refused.set(x.w, list);
-              return;
-            }
-            const mid = part.length >> 1;
-            await isolate(part.slice(0, mid));
-            await isolate(part.slice(mid));
-          }
-        };
-        for (const chunk of chunkItems(items, this.#maxBytes)) await isolate(chunk);
+        for (const chunk of chunkItems(items, this.#maxBytes)) {
+          await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
+          sent += chunk.length;
+        }
       } catch (err) {
-        // A failed idempotent send may leave kafkajs's sequence numbers out of step: start afresh.
+        // A failed idempotent send leaves kafkajs's sequence numbers out of step: start afresh.
         void this.#producers.discard(slot);
-        throw new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${rows} rows to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+        const why = rowLevelRefusal(err);
+        const failure = new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${rows} rows to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+        // At least once: what went out before the refusal stays written; the rest is retried.
+        throw why === null ? failure : new RowsRefused(why, failure, sent);
       }
-    });
-    if (refused.size > 0) void this.#readLimit(true);
-    return refused;
+    }));
   }
 
   async #writeTransaction(id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
@@ -549,83 +539,70 @@ export class KafkaSink implements Sink {
     let commit: SinkCommit | undefined;
     for (const w of group) if (w.commit !== undefined) commit = w.commit;
     const rows = group.reduce((a, w) => a + w.rows, 0);
-    let items = this.#flatten(group);
-    const refused = new Map<QueuedWrite, RowRejection[]>();
-    return this.#producers.run(id, async (producer, slot) => {
-      for (let attempt = 0; ; attempt++) {
-        let committing = false;
-        let tx: Awaited<ReturnType<Producer['transaction']>> | null = null;
-        try {
-          const txn = await producer.transaction();
-          tx = txn;
-          for (const chunk of chunkItems(items, this.#maxBytes)) {
-            await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
-          }
-          if (commit !== undefined) {
-            // kafkajs's types leave metadata out, but it passes each partition object as is to
-            // TxnOffsetCommit, whose v0/v1 encoder writes `metadata` (NULLABLE_STRING).
-            const partitions: Array<PartitionOffset & { metadata: string }> = [
-              { partition: commit.partition, offset: String(commit.point.position), metadata: commitMetadata(commit) },
-            ];
-            const offsets = { consumerGroupId: this.#o.groupId, topics: [{ topic: commit.topic, partitions }] };
-            await retryConcurrentTransactions(() => txn.sendOffsets(offsets));
-          }
-          committing = true;
-          await txn.commit();
-          return refused;
-        } catch (err) {
-          const why = committing ? null : rowLevelRefusal(err);
-          if (why === null || attempt > 0) throw await this.#failed(err, slot, tx, committing, rows, commit);
-          // A refused row: abort, find the rows by probing in transactions that are always aborted
-          // (read_committed readers never see them), then write the rest with the offsets.
-          await this.#abortOrThrow(err, slot, tx, rows, commit);
-          const bad = await this.#probe(producer, items);
-          for (const x of bad) {
-            const list = refused.get(x.w) ?? [];
-            list.push({ index: x.row, detail: `kafka: ${this.#o.topic} refused the row: ${why}` });
-            refused.set(x.w, list);
-          }
-          items = items.filter((x) => !bad.includes(x));
-          void this.#readLimit(true);
-        }
-      }
-    });
-  }
-
-  async #abortOrThrow(err: unknown, slot: ProducerSlot, tx: Awaited<ReturnType<Producer['transaction']>> | null, rows: number, commit: SinkCommit | undefined): Promise<void> {
-    if (tx === null || !tx.isActive()) return;
-    try {
-      await tx.abort();
-    } catch {
-      throw await this.#failed(err, slot, null, false, rows, commit);
-    }
-  }
-
-  /** The items the broker refuses, found by bisection with aborted transactions. */
-  async #probe<T extends { m: Message }>(producer: Producer, items: readonly T[]): Promise<T[]> {
-    const bad: T[] = [];
-    const visit = async (part: readonly T[]): Promise<void> => {
-      if (part.length === 0) return;
-      const txn = await producer.transaction();
-      let failed: unknown = null;
+    return this.#withRefusals(group, (items) => this.#producers.run(id, async (producer, slot) => {
+      let committing = false;
+      let tx: Awaited<ReturnType<Producer['transaction']>> | null = null;
       try {
-        for (const chunk of chunkItems(part, this.#maxBytes)) await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
+        const txn = await producer.transaction();
+        tx = txn;
+        for (const chunk of chunkItems(items, this.#maxBytes)) {
+          await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
+        }
+        if (commit !== undefined) {
+          // kafkajs's types leave metadata out, but it passes each partition object as is to
+          // TxnOffsetCommit, whose v0/v1 encoder writes `metadata` (NULLABLE_STRING).
+          const partitions: Array<PartitionOffset & { metadata: string }> = [
+            { partition: commit.partition, offset: String(commit.point.position), metadata: commitMetadata(commit) },
+          ];
+          const offsets = { consumerGroupId: this.#o.groupId, topics: [{ topic: commit.topic, partitions }] };
+          await retryConcurrentTransactions(() => txn.sendOffsets(offsets));
+        }
+        committing = true;
+        await txn.commit();
       } catch (err) {
-        failed = err;
+        const why = committing ? null : rowLevelRefusal(err);
+        if (why === null) throw await this.#failed(err, slot, tx, committing, rows, commit);
+        // The refused send broke the producer's sequence numbers: abort (or let the next producer with
+        // this transactionalId abort it) and replace the producer; nothing of this transaction is visible.
+        const failure = await this.#failed(err, slot, tx, false, rows, commit);
+        void this.#producers.discard(slot);
+        throw new RowsRefused(why, failure, 0);
       }
-      await txn.abort();
-      if (failed === null) return;
-      if (rowLevelRefusal(failed) === null) throw failed;
-      if (part.length === 1) {
-        bad.push(part[0]!);
-        return;
+    }));
+  }
+
+  /**
+   * Runs a write; when the broker refuses records (the topic's max.message.bytes was lowered since it
+   * was read), reads the limit again, rejects the rows now over it and runs the rest once more with a
+   * fresh producer. A refusal that no row explains is not a row's fault: the write fails.
+   */
+  async #withRefusals(group: readonly QueuedWrite[], run: (items: Array<{ m: Message; w: QueuedWrite; row: number }>) => Promise<void>): Promise<Map<QueuedWrite, RowRejection[]>> {
+    const refused = new Map<QueuedWrite, RowRejection[]>();
+    let items = this.#flatten(group);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await run(items);
+        return refused;
+      } catch (err) {
+        if (!(err instanceof RowsRefused)) throw err;
+        if (attempt > 0) throw err.failure;
+        items = items.slice(err.sent);
+        await this.#readLimit(true);
+        const keep: typeof items = [];
+        for (const x of items) {
+          const size = byteLength(x.m.key) + byteLength(x.m.value);
+          if (size + RECORD_OVERHEAD_BYTES <= this.#maxMessageBytes) {
+            keep.push(x);
+            continue;
+          }
+          const list = refused.get(x.w) ?? [];
+          list.push({ index: x.row, detail: `kafka: ${this.#o.topic} refused the row (${err.why}): ${size} bytes (key and value) is over max.message.bytes=${this.#maxMessageBytes}` });
+          refused.set(x.w, list);
+        }
+        if (keep.length === items.length) throw err.failure;
+        items = keep;
       }
-      const mid = part.length >> 1;
-      await visit(part.slice(0, mid));
-      await visit(part.slice(mid));
-    };
-    await visit(items);
-    return bad;
+    }
   }
 
   /** Aborts what can be aborted, drops the producer if its state is unknown, and says what happened. */

@@ -310,3 +310,65 @@ t.test('dead letters: original key and value bytes, and the headers', async (t) 
   t.same(m4.value, Buffer.from('ünïcödé {"a":1}'));
   t.notOk(DLQ_HEADERS.sourceOffset in m4.headers, 'no offset header for a source without offsets');
 });
+
+/** A topic whose max.message.bytes is lowered after the sink read it: the broker itself refuses the big row. */
+async function shrinkingTopic(t: Test): Promise<{ topic: string; shrink: () => Promise<void> }> {
+  const topic = uid('ss-shrink');
+  const admin = client().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 2, configEntries: [{ name: 'max.message.bytes', value: '200000' }] }], waitForLeaders: true });
+  t.teardown(async () => {
+    await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin.disconnect();
+  });
+  return {
+    topic,
+    shrink: async () => {
+      await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: topic, configEntries: [{ name: 'max.message.bytes', value: '4000' }] }] });
+      // The broker applies a topic config change asynchronously.
+      await new Promise((r) => setTimeout(r, 1500));
+    },
+  };
+}
+
+function bigRow(i: number, where: { topic: string; partition: number }): StatsRow {
+  const r = row(i, where);
+  r.groupby = { ...r.groupby, blob: 'b'.repeat(6000) };
+  return r;
+}
+
+for (const exactlyOnce of [false, true]) {
+  t.test(`${exactlyOnce ? 'exactly-once' : 'at-least-once'}: a row the broker refuses (MESSAGE_TOO_LARGE) is returned as rejected once the limit is read again; the rest and the offset are written`, async (t) => {
+    const input = await createTopic(t, 1);
+    const { topic: out, shrink } = await shrinkingTopic(t);
+    const groupId = uid('g');
+    const s = sink(t, { topic: out, exactlyOnce, groupId });
+    const where = { topic: input, partition: 0 };
+    t.same(await s.write(rowsFor(2, 0, where), commitFor(input, 0, 5)), { rejected: [] }, 'the first write reads the topic\'s limit (200,000)');
+    await shrink();
+    const rows = [...rowsFor(6, 10, where).rows];
+    rows.splice(3, 0, bigRow(99, where));
+    const res = await s.write(batchOf(rows), commitFor(input, 0, 9));
+    t.same(res.rejected.map((r) => r.index), [3], 'only the big row is rejected');
+    t.match(res.rejected[0]?.detail, /refused the row \(MESSAGE_TOO_LARGE\): \d+ bytes .* over max\.message\.bytes=4000/);
+    const want = [...rowsFor(2, 0, where).rows, ...rows.filter((_, i) => i !== 3)].map(rowIdentityKey).sort();
+    const got = await readTopic(out, { until: atLeast(want.length), settleMs: 300 });
+    t.same([...new Set(got.map((m) => m.key!.toString()))].sort(), want, 'every other row arrived');
+    if (exactlyOnce) {
+      t.equal(got.length, want.length, 'read_committed: the refused transaction left nothing visible');
+      t.equal((await committedOffsets(groupId, input)).get(0)?.offset, '9', 'the offset was committed with the rest');
+    }
+  });
+}
+
+t.test('a 600 KB row key goes through the sink (the partitioner is linear in the key)', async (t) => {
+  const input = await createTopic(t, 1);
+  const out = await createTopic(t, 3);
+  const s = sink(t, { topic: out });
+  const r = row(1, { topic: input, partition: 0 });
+  r.groupby = { ...r.groupby, huge: 'h'.repeat(300 * 1024) };
+  // key + value each carry the 300 KB value: ~600 KB of key and value, under the 1 MiB default.
+  t.same(await s.write(batchOf([r])), { rejected: [] });
+  const got = await readTopic(out, { until: atLeast(1) });
+  t.equal(got[0]?.key?.length, Buffer.byteLength(rowIdentityKey(r)));
+});
