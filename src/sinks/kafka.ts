@@ -367,6 +367,7 @@ export class KafkaSink implements Sink {
   /** Output partitions, read with the limit: rows get their partition here, so requests are cut per partition. */
   #partitions = 0;
   #limitRead: Promise<void> | null = null;
+  #limitReread = false;
   readonly #kafka: Kafka;
   readonly #producers: ProducerSet;
   readonly #codec: number;
@@ -481,6 +482,11 @@ export class KafkaSink implements Sink {
         try {
           const refused = this.#o.exactlyOnce ? await this.#writeTransaction(id, group) : await this.#writeIdempotent(id, group);
           for (const w of group) w.resolve({ rejected: [...w.rejected, ...(refused.get(w) ?? [])].sort((a, b) => a.index - b.index) });
+          // An auto-created topic did not exist when its limit and partitions were first read.
+          if (this.#partitions === 0 && !this.#limitReread) {
+            this.#limitReread = true;
+            void this.#readLimit(true);
+          }
         } catch (err) {
           for (const w of group) w.reject(err);
         }

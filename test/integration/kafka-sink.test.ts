@@ -372,3 +372,26 @@ t.test('a 600 KB row key goes through the sink (the partitioner is linear in the
   const got = await readTopic(out, { until: atLeast(1) });
   t.equal(got[0]?.key?.length, Buffer.byteLength(rowIdentityKey(r)));
 });
+
+t.test('dead letters too large for the dead-letter topic are cut to fit and flagged, never refused', async (t) => {
+  const dlq = await createTopic(t, 1);
+  const d = new KafkaDeadLetter({ kafka: client(), topic: dlq, logger });
+  t.teardown(() => d.close());
+  // Just under the input topic's 1 MiB limit: with the headers added it would be over the DLQ topic's.
+  const value = `{"metric":${'9'.repeat(1_048_000)}`;
+  const detail = `malformed JSON: ${'x'.repeat(20_000)}`;
+  const base = { time: '2024-05-01T10:00:00.000Z', batch_seq: 0, message_index: 0, element: -1, source: 'kafka:metrics', partition: 0, value_encoding: 'utf8' as const };
+  await d.write([
+    { ...base, reason: 'malformed_json', detail, offset: '1', value },
+    { ...base, reason: 'malformed_json', detail: 'small', offset: '2', value: '{"x"' },
+  ]);
+  const got = await readTopic(dlq, { until: atLeast(2), readUncommitted: true, settleMs: 300 });
+  t.equal(got.length, 2, 'both dead letters were written');
+  const big = got.find((m) => String(m.headers[DLQ_HEADERS.sourceOffset]) === '1')!;
+  t.equal(String(big.headers[DLQ_HEADERS.truncated]), String(Buffer.byteLength(value)), 'flagged with the original size');
+  t.ok(big.value!.length > 900_000 && big.value!.length < Buffer.byteLength(value), `the first bytes are kept (${big.value!.length})`);
+  t.ok(value.startsWith(big.value!.toString()), 'a prefix of the original');
+  t.ok(String(big.headers[DLQ_HEADERS.detail]).length < 2000, 'the detail header was shortened');
+  const small = got.find((m) => String(m.headers[DLQ_HEADERS.sourceOffset]) === '2')!;
+  t.notOk(DLQ_HEADERS.truncated in small.headers, 'a dead letter that fits is not flagged');
+});
