@@ -3,9 +3,9 @@
 
 import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
-import { CELL, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
-import { RecordError, isPlainObject, safeStringify, show, type SampleRecord } from './record.js';
-import { seriesKey } from './series.js';
+import { CELL, DECODER_DEFAULTS, validateDecoderSettings, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
+import { RecordError, eventTimeLimit, isPlainObject, safeStringify, show, type FieldLimits, type SampleRecord } from './record.js';
+import { identityOverLimit, seriesKey } from './series.js';
 import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
@@ -36,11 +36,21 @@ export class Decoder {
   #dict = newDictId();
   #known = new Map<string, number>();
   readonly #maxKnown: number;
+  readonly #maxSeriesKeyBytes: number;
 
   constructor(settings: DecoderSettings, opts: { maxDictionary?: number } = {}) {
+    validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
     this.#settings = settings;
-    this.#extract = extractorFor(settings.format, settings.maxDimensions);
+    this.#maxSeriesKeyBytes = settings.maxSeriesKeyBytes ?? DECODER_DEFAULTS.maxSeriesKeyBytes;
+    const limits: FieldLimits = {
+      maxDimensions: settings.maxDimensions,
+      maxNameBytes: settings.maxNameBytes ?? DECODER_DEFAULTS.maxNameBytes,
+      maxDimensionBytes: settings.maxDimensionBytes ?? DECODER_DEFAULTS.maxDimensionBytes,
+      windowMs: settings.windowMs,
+      eventTimeLimitMs: eventTimeLimit(settings.windowMs),
+    };
+    this.#extract = extractorFor(settings.format, limits);
   }
 
   get settings(): DecoderSettings {
@@ -69,6 +79,20 @@ export class Decoder {
     return seriesKey(rec.name, rec.unit, rec.dims, this.#settings.groupBy);
   }
 
+  /** The record's series key, or RecordError too_long when it is over MAX_SERIES_KEY_BYTES. */
+  checkedKey(rec: SampleRecord): string {
+    const key = this.key(rec);
+    const max = this.#maxSeriesKeyBytes;
+    const bytes = identityOverLimit(key, max);
+    if (bytes !== -1) {
+      throw new RecordError(
+        'too_long',
+        `series key: ${bytes} bytes as JSON (name, unit and group-by dimension names and values), more than MAX_SERIES_KEY_BYTES=${max}`,
+      );
+    }
+    return key;
+  }
+
   /**
    * Visit every record of every message. `onRecord` gets accepted records, `onReject` the rest.
    * elem is -1 for a message that is a single record (or is rejected whole).
@@ -77,7 +101,7 @@ export class Decoder {
     buf: Buffer,
     offsets: Uint32Array,
     nowMs: number,
-    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): number {
     let records = 0;
@@ -108,12 +132,14 @@ export class Decoder {
     msg: number,
     elem: number,
     nowMs: number,
-    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): void {
     let rec: SampleRecord;
+    let key: string;
     try {
       rec = this.extract(v, nowMs);
+      key = this.checkedKey(rec);
     } catch (err) {
       if (!(err instanceof RecordError)) throw err;
       const where = elem >= 0 ? `[${elem}].` : '';
@@ -123,7 +149,7 @@ export class Decoder {
       onReject(raw === undefined ? r : { ...r, raw });
       return;
     }
-    onRecord(rec, msg, elem, v);
+    onRecord(rec, msg, elem, v, key);
   }
 
   /**
@@ -178,8 +204,7 @@ export class Decoder {
       buf,
       offsets,
       nowMs,
-      (rec) => {
-        const key = this.key(rec);
+      (rec, _msg, _elem, _raw, key) => {
         let s = seriesIndex.get(key);
         if (s === undefined) {
           s = series.length;
