@@ -9,7 +9,10 @@ import { identityOverLimit, seriesKey } from './series.js';
 import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
-export type ParsedMessage = { ok: true; value: unknown } | { ok: false; reason: Reject['reason']; detail: string };
+/** escapes: the message contains "\u", the only way JSON text yields U+0000 or an unpaired surrogate. */
+export type ParsedMessage = { ok: true; value: unknown; escapes: boolean } | { ok: false; reason: Reject['reason']; detail: string };
+
+const BACKSLASH_U = Buffer.from('\\u');
 
 export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: number): ParsedMessage {
   const len = end - start;
@@ -20,7 +23,7 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
   const view = buf.subarray(start, end);
   if (!isUtf8(view)) return { ok: false, reason: 'invalid_utf8', detail: 'message: not valid UTF-8' };
   try {
-    return { ok: true, value: JSON.parse(buf.toString('utf8', start, end)) };
+    return { ok: true, value: JSON.parse(buf.toString('utf8', start, end)), escapes: view.indexOf(BACKSLASH_U) !== -1 };
   } catch (err) {
     // Deep nesting surfaces as a RangeError from the parser: still a malformed message, not a crash.
     const msg = err instanceof Error ? err.message : String(err);
@@ -31,6 +34,8 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
 export class Decoder {
   readonly #settings: DecoderSettings;
   readonly #extract: Extractor;
+  /** The same extractor with the text checks (NUL, unpaired surrogates) on: for messages with \u escapes. */
+  readonly #extractText: Extractor;
   readonly #rec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
   /** The series dictionary shared with the main thread (decodeBatchCompact). */
   #dict = newDictId();
@@ -49,8 +54,10 @@ export class Decoder {
       maxDimensionBytes: settings.maxDimensionBytes ?? DECODER_DEFAULTS.maxDimensionBytes,
       windowMs: settings.windowMs,
       eventTimeLimitMs: eventTimeLimit(settings.windowMs),
+      text: false,
     };
     this.#extract = extractorFor(settings.format, limits);
+    this.#extractText = extractorFor(settings.format, { ...limits, text: true });
   }
 
   get settings(): DecoderSettings {
@@ -59,12 +66,13 @@ export class Decoder {
 
   /**
    * Extract one record; returns it (the shared, reused object) or throws RecordError.
-   * The returned object is only valid until the next call.
+   * The returned object is only valid until the next call. `escapes` = false skips the text checks:
+   * only for a value parsed from JSON text without "\u" (it cannot hold NUL or unpaired surrogates).
    */
-  extract(value: unknown, nowMs: number): SampleRecord {
+  extract(value: unknown, nowMs: number, escapes = true): SampleRecord {
     if (!isPlainObject(value)) throw new RecordError('not_an_object', `record: expected a JSON object, got ${show(value)}`);
     const rec = this.#rec;
-    this.#extract(value, rec);
+    (escapes ? this.#extractText : this.#extract)(value, rec);
     const maxFuture = this.#settings.maxFutureMs;
     if (maxFuture > 0 && rec.tsMs > nowMs + maxFuture) {
       throw new RecordError(
@@ -117,11 +125,11 @@ export class Decoder {
       if (Array.isArray(v)) {
         for (let j = 0; j < v.length; j++) {
           records++;
-          this.#visit(v[j], i, j, nowMs, onRecord, onReject);
+          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, onReject);
         }
       } else {
         records++;
-        this.#visit(v, i, -1, nowMs, onRecord, onReject);
+        this.#visit(v, i, -1, nowMs, parsed.escapes, onRecord, onReject);
       }
     }
     return records;
@@ -132,13 +140,14 @@ export class Decoder {
     msg: number,
     elem: number,
     nowMs: number,
+    escapes: boolean,
     onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): void {
     let rec: SampleRecord;
     let key: string;
     try {
-      rec = this.extract(v, nowMs);
+      rec = this.extract(v, nowMs, escapes);
       key = this.checkedKey(rec);
     } catch (err) {
       if (!(err instanceof RecordError)) throw err;

@@ -37,6 +37,12 @@ export interface FieldLimits {
    */
   readonly eventTimeLimitMs: number;
   readonly windowMs: number;
+  /**
+   * Whether to look for U+0000 and unpaired surrogates. JSON text can only produce them from \u
+   * escapes (raw control characters are malformed JSON, and valid UTF-8 cannot encode a surrogate),
+   * so the decoder turns this on only for messages that contain "\u" (see Decoder).
+   */
+  readonly text: boolean;
 }
 
 /** Largest |value| accepted: beyond it sums and squared deviations overflow to Infinity. */
@@ -82,34 +88,34 @@ export function own(obj: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
 
-/** A meter name: a non-empty string the sinks can store, at most maxBytes (MAX_NAME_BYTES) of UTF-8. */
-export function requireName(v: unknown, where: string, maxBytes: number): string {
+/** A meter name: a non-empty string the sinks can store, at most MAX_NAME_BYTES of UTF-8. */
+export function requireName(v: unknown, where: string, lim: FieldLimits): string {
   if (v === undefined || v === null) throw new RecordError('missing_field', `${where}: missing (a non-empty string is required)`);
   if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a non-empty string, got ${show(v)}`);
   if (v.length === 0) throw new RecordError('missing_field', `${where}: empty (a non-empty string is required)`);
-  return checkText(v, where, '', maxBytes, 'MAX_NAME_BYTES');
+  return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
 }
 
-/** A unit: absent (null) or a string the sinks can store, at most maxBytes (MAX_NAME_BYTES). */
-export function optionalUnit(v: unknown, where: string, maxBytes: number): string | null {
+/** A unit: absent (null) or a string the sinks can store, at most MAX_NAME_BYTES. */
+export function optionalUnit(v: unknown, where: string, lim: FieldLimits): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
-  return checkText(v, where, '', maxBytes, 'MAX_NAME_BYTES');
+  return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
 }
 
-/** A dimension name found in the record (any string, "" included), at most maxBytes (MAX_DIMENSION_BYTES). */
-export function dimName(k: string, where: string, maxBytes: number): string {
-  return checkText(k, where, 'dimension name ', maxBytes, 'MAX_DIMENSION_BYTES');
+/** A dimension name found in the record (any string, "" included), at most MAX_DIMENSION_BYTES. */
+export function dimName(k: string, where: string, lim: FieldLimits): string {
+  return checkText(k, where, 'dimension name ', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
 }
 
 /**
  * The text checks every stored string passes: no U+0000 (PostgreSQL text and jsonb cannot hold it),
  * no unpaired surrogate (UTF-8 cannot encode it: it would be stored as U+FFFD, so two names differing
- * only there would collide), at most maxBytes of UTF-8. Runs per field per record: the common case is
- * decided by native scans (indexOf, isWellFormed) and, for short strings, by length alone.
+ * only there would collide), at most maxBytes of UTF-8. Runs per field per record: the length is decided
+ * for short strings by their length alone, the text (only when `text`) by native scans.
  */
-export function checkText(s: string, where: string, what: string, maxBytes: number, option: string): string {
-  if (s.indexOf('\u0000') !== -1 || !s.isWellFormed()) throw invalidText(s, where, what);
+export function checkText(s: string, where: string, what: string, maxBytes: number, option: string, text = true): string {
+  if (text && (s.indexOf('\u0000') !== -1 || !s.isWellFormed())) throw invalidText(s, where, what);
   // A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4).
   if (s.length * 3 > maxBytes) {
     const bytes = Buffer.byteLength(s, 'utf8');
@@ -199,10 +205,10 @@ function checkRange(ms: number, where: string, original: unknown): number {
   return ms;
 }
 
-/** A dimension value: a string (numbers and booleans become strings), at most maxBytes (MAX_DIMENSION_BYTES). */
-export function dimValue(v: unknown, where: string, maxBytes: number): string {
-  if (typeof v === 'string') return checkText(v, where, '', maxBytes, 'MAX_DIMENSION_BYTES');
-  if (typeof v === 'number' || typeof v === 'boolean') return checkText(String(v), where, '', maxBytes, 'MAX_DIMENSION_BYTES');
+/** A dimension value: a string (numbers and booleans become strings), at most MAX_DIMENSION_BYTES. */
+export function dimValue(v: unknown, where: string, lim: FieldLimits): string {
+  if (typeof v === 'string') return checkText(v, where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
+  if (typeof v === 'number' || typeof v === 'boolean') return checkText(String(v), where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', false);
   throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
 }
 

@@ -2,6 +2,7 @@
 // unpaired surrogates, names/dimensions/series keys over their byte limits, event times whose window
 // ends after 9999), with a reason and a detail naming the field and the limit; issue 11 item 7:
 // meta's _tenant_id and _region count in MAX_DIMENSIONS.
+import fc from 'fast-check';
 import t from 'tap';
 import { parseConfig } from '../../src/config/index.js';
 import { Decoder } from '../../src/core/decode.js';
@@ -133,6 +134,33 @@ t.test('unpaired surrogates: invalid_text naming the code point and its index; p
   accepted(t, MONASCA, msg(monasca({ name: 'cpu 😀' }, { 'höst 日本': 'wert 🎉' })), 'literal non-BMP text');
   // NUL before an unpaired surrogate: the first problem is reported.
   rejected(t, MONASCA, msg(monasca({ name: '@N' }), { '@N': '"a\\u0000\\ud800"' }), 'invalid_text', 'metric.name', [/U\+0000/, /index 1\b/], 'NUL first');
+});
+
+t.test('text checks: a record is invalid_text exactly when a stored string has NUL or an unpaired surrogate', async (t) => {
+  // JSON text yields those only from \u escapes, so the decoder checks text only in messages with "\u":
+  // whatever way the string is written (JSON.stringify escapes NUL and unpaired surrogates, Python's
+  // ensure_ascii escapes everything beyond ASCII), the verdict is the same.
+  const unit = fc.oneof(fc.constantFrom('a', 'é', '日', '😀', '\u0000', '\ud800', '\udc00', '\ud83d', '\ude00', '\\', '"', 'u', '\n'), fc.string({ unit: 'binary', maxLength: 1 }));
+  const str = fc.array(unit, { minLength: 1, maxLength: 8 }).map((a) => a.join(''));
+  const asciiJson = (s: string): string => JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const decoder = new Decoder(MONASCA);
+  const r = fc.check(fc.property(str.filter((x) => x.length > 0), str, fc.boolean(), (name, value, ascii) => {
+    const enc = ascii ? asciiJson : JSON.stringify;
+    const m = `{"metric":{"name":${enc(name)},"dimensions":{"h":${enc(value)}},"timestamp":${TS},"value":1}}`;
+    const { buffer, offsets } = pack([m]);
+    const out = decoder.decodeBatch(buffer, offsets, NOW);
+    const bad = (x: string): boolean => x.includes('\u0000') || !x.isWellFormed();
+    return bad(name) || bad(value) ? out.rejects[0]?.reason === 'invalid_text' : out.ok === 1;
+  }), { numRuns: 5000, seed: 20260101 });
+  t.notOk(r.failed, `5000 generated names and values (counterexample: ${JSON.stringify(r.counterexample)})`);
+  // Decoder.extract on a value without its message bytes checks text by default.
+  let reason: unknown;
+  try {
+    decoder.extract({ metric: { name: 'a\u0000', timestamp: TS, value: 1 } }, NOW);
+  } catch (err) {
+    reason = (err as { reason?: unknown }).reason;
+  }
+  t.equal(reason, 'invalid_text', 'extract() checks text by default');
 });
 
 t.test('byte limits: too_long with field, bytes, limit and option; just under is accepted', async (t) => {

@@ -7,14 +7,14 @@ import {
 const DIMENSION_FIELDS = ['resource_id', 'project_id', 'user_id', 'source'] as const;
 
 export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits): void {
-  out.name = requireName(own(obj, 'counter_name'), 'counter_name', lim.maxNameBytes);
+  out.name = requireName(own(obj, 'counter_name'), 'counter_name', lim);
   out.value = requireValue(own(obj, 'counter_volume'), 'counter_volume');
   out.tsMs = requireWindowEnd(parseIsoTimestamp(own(obj, 'timestamp'), 'timestamp'), 'timestamp', lim);
-  out.unit = optionalUnit(own(obj, 'counter_unit'), 'counter_unit', lim.maxNameBytes);
+  out.unit = optionalUnit(own(obj, 'counter_unit'), 'counter_unit', lim);
   const dims = out.dims;
   dims.length = 0;
   for (const f of DIMENSION_FIELDS) {
     const v = own(obj, f);
-    if (v !== undefined && v !== null) dims.push([f, dimValue(v, f, lim.maxDimensionBytes)]);
+    if (v !== undefined && v !== null) dims.push([f, dimValue(v, f, lim)]);
   }
 }

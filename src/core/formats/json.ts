@@ -39,10 +39,10 @@ function where(ref: FieldRef): string {
 
 // Dimension names come from JSON_DIMENSIONS and are checked with the configuration.
 export function extractJson(obj: Record<string, unknown>, out: SampleRecord, m: JsonMapping, lim: FieldLimits): void {
-  out.name = requireName(read(obj, m.name), where(m.name), lim.maxNameBytes);
+  out.name = requireName(read(obj, m.name), where(m.name), lim);
   out.value = requireValue(read(obj, m.value), where(m.value));
   out.tsMs = requireWindowEnd(requireEpochMs(getPath(obj, m.timestamp.path), m.timestamp.text), m.timestamp.text, lim);
-  out.unit = m.unit === null ? null : optionalUnit(read(obj, m.unit), where(m.unit), lim.maxNameBytes);
+  out.unit = m.unit === null ? null : optionalUnit(read(obj, m.unit), where(m.unit), lim);
   const dims = out.dims;
   dims.length = 0;
   const maxDims = lim.maxDimensions;
@@ -50,6 +50,6 @@ export function extractJson(obj: Record<string, unknown>, out: SampleRecord, m: 
     const v = getPath(obj, d.path);
     if (v === undefined || v === null) continue;
     if (dims.length >= maxDims) throw new RecordError('too_many_dimensions', `${d.text}: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
-    dims.push([d.name, dimValue(v, d.text, lim.maxDimensionBytes)]);
+    dims.push([d.name, dimValue(v, d.text, lim)]);
   }
 }

@@ -8,7 +8,7 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
   const metric = own(obj, 'metric');
   if (metric === undefined || metric === null) throw new RecordError('missing_field', 'metric: missing (an object is required)');
   if (!isPlainObject(metric)) throw new RecordError('wrong_type', `metric: expected an object, got ${show(metric)}`);
-  out.name = requireName(own(metric, 'name'), 'metric.name', lim.maxNameBytes);
+  out.name = requireName(own(metric, 'name'), 'metric.name', lim);
   out.value = requireValue(own(metric, 'value'), 'metric.value');
   const ts = own(metric, 'timestamp');
   if (typeof ts !== 'number' && ts !== undefined && ts !== null) {
@@ -26,8 +26,8 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
       if (dims.length >= maxDims) {
         throw new RecordError('too_many_dimensions', `metric.dimensions: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
       }
-      dimName(k, 'metric.dimensions', lim.maxDimensionBytes);
-      dims.push([k, dimValue(d[k], `metric.dimensions.${k}`, lim.maxDimensionBytes)]);
+      dimName(k, 'metric.dimensions', lim);
+      dims.push([k, dimValue(d[k], `metric.dimensions.${k}`, lim)]);
     }
   }
   const meta = own(obj, 'meta');
@@ -41,7 +41,7 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
 
 function setMeta(dims: Array<[string, string]>, name: string, v: unknown, where: string, lim: FieldLimits): void {
   if (v === undefined || v === null) return;
-  const value = dimValue(v, where, lim.maxDimensionBytes);
+  const value = dimValue(v, where, lim);
   for (const d of dims) {
     if (d[0] === name) {
       d[1] = value;
