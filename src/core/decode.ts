@@ -12,8 +12,6 @@ import { windowStart } from './window.js';
 /** escapes: the message contains "\u", the only way JSON text yields U+0000 or an unpaired surrogate. */
 export type ParsedMessage = { ok: true; value: unknown; escapes: boolean } | { ok: false; reason: Reject['reason']; detail: string };
 
-const BACKSLASH_U = Buffer.from('\\u');
-
 export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: number): ParsedMessage {
   const len = end - start;
   if (len === 0) return { ok: false, reason: 'empty_message', detail: 'message: empty value (tombstone or blank line)' };
@@ -23,7 +21,8 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
   const view = buf.subarray(start, end);
   if (!isUtf8(view)) return { ok: false, reason: 'invalid_utf8', detail: 'message: not valid UTF-8' };
   try {
-    return { ok: true, value: JSON.parse(buf.toString('utf8', start, end)), escapes: view.indexOf(BACKSLASH_U) !== -1 };
+    const text = buf.toString('utf8', start, end);
+    return { ok: true, value: JSON.parse(text), escapes: text.indexOf('\\u') !== -1 };
   } catch (err) {
     // Deep nesting surfaces as a RangeError from the parser: still a malformed message, not a crash.
     const msg = err instanceof Error ? err.message : String(err);

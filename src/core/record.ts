@@ -93,6 +93,7 @@ export function requireName(v: unknown, where: string, lim: FieldLimits): string
   if (v === undefined || v === null) throw new RecordError('missing_field', `${where}: missing (a non-empty string is required)`);
   if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a non-empty string, got ${show(v)}`);
   if (v.length === 0) throw new RecordError('missing_field', `${where}: empty (a non-empty string is required)`);
+  if (!lim.text && v.length * 3 <= lim.maxNameBytes) return v;
   return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
 }
 
@@ -105,6 +106,7 @@ export function optionalUnit(v: unknown, where: string, lim: FieldLimits): strin
 
 /** A dimension name found in the record (any string, "" included), at most MAX_DIMENSION_BYTES. */
 export function dimName(k: string, where: string, lim: FieldLimits): string {
+  if (!lim.text && k.length * 3 <= lim.maxDimensionBytes) return k;
   return checkText(k, where, 'dimension name ', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
 }
 
@@ -207,7 +209,11 @@ function checkRange(ms: number, where: string, original: unknown): number {
 
 /** A dimension value: a string (numbers and booleans become strings), at most MAX_DIMENSION_BYTES. */
 export function dimValue(v: unknown, where: string, lim: FieldLimits): string {
-  if (typeof v === 'string') return checkText(v, where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
+  if (typeof v === 'string') {
+    // The common case, decided without a call: no \u escapes in the message and short enough.
+    if (!lim.text && v.length * 3 <= lim.maxDimensionBytes) return v;
+    return checkText(v, where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
+  }
   if (typeof v === 'number' || typeof v === 'boolean') return checkText(String(v), where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', false);
   throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
 }
