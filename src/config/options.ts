@@ -32,7 +32,7 @@ export const OPTIONS = [
   { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', help: 'relative accuracy of the percentile sketch (0.0001..0.1)' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
-  { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record; more is rejected (too_many_dimensions)' },
+  { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record, Monasca meta _tenant_id and _region included; more is rejected (too_many_dimensions)' },
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', help: 'larger messages are rejected (too_large)' },
   { env: 'MAX_NAME_BYTES', default: String(DECODER_DEFAULTS.maxNameBytes), group: 'limits', help: 'UTF-8 bytes of a meter name or unit; longer is rejected (too_long). The default holds any 255-character name' },
   { env: 'MAX_DIMENSION_BYTES', default: String(DECODER_DEFAULTS.maxDimensionBytes), group: 'limits', help: 'UTF-8 bytes of a dimension name or value; longer is rejected (too_long). The default holds any 255 characters' },
