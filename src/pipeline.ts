@@ -39,6 +39,9 @@ export function decoderSettings(config: Config): DecoderSettings {
     maxDimensions: config.maxDimensions,
     maxFutureMs: config.maxFutureSeconds * 1000,
     sketchAccuracy: config.percentiles.length > 0 ? config.percentileAccuracy : 0,
+    maxNameBytes: config.maxNameBytes,
+    maxDimensionBytes: config.maxDimensionBytes,
+    maxSeriesKeyBytes: config.maxSeriesKeyBytes,
   };
 }
 

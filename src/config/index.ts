@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 import type { FieldRef, FormatSpec, JsonMapping } from '../core/formats/index.js';
-import { parseIsoTimestamp } from '../core/record.js';
+import { RecordError, checkText, parseIsoTimestamp } from '../core/record.js';
 import { redactUrl } from './redact.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
@@ -61,6 +61,9 @@ export interface Config {
   maxSeries: number;
   maxDimensions: number;
   maxMessageBytes: number;
+  maxNameBytes: number;
+  maxDimensionBytes: number;
+  maxSeriesKeyBytes: number;
   maxFutureSeconds: number;
   workerThreads: number;
   /** Why this thread count: logged at start. */
@@ -282,6 +285,31 @@ function parseDeadLetter(r: Reader): DeadLetterSpec {
   throw new ConfigError('DEAD_LETTER', s, 'file:PATH, stderr or kafka is allowed (rejected records are never dropped)');
 }
 
+/**
+ * Names the configuration puts into every record (GROUP_BY, JSON_DIMENSIONS names, JSON_NAME and
+ * JSON_UNIT constants) pass the checks records pass, or every record would be rejected.
+ */
+function checkConfiguredNames(c: Config, r: Reader): void {
+  const check = (variable: OptionName, name: string, maxBytes: number, option: 'MAX_NAME_BYTES' | 'MAX_DIMENSION_BYTES'): void => {
+    try {
+      checkText(name, variable, '', maxBytes, option);
+    } catch (err) {
+      if (!(err instanceof RecordError)) throw err;
+      const what = err.reason === 'too_long'
+        ? `names of at most ${option}=${maxBytes} bytes (UTF-8) are allowed; ${JSON.stringify(name.length > 40 ? `${name.slice(0, 37)}...` : name)} is ${Buffer.byteLength(name)}`
+        : 'text without U+0000 and unpaired surrogates is allowed';
+      throw new ConfigError(variable, r.raw(variable), what);
+    }
+  };
+  for (const g of c.groupBy ?? []) check('GROUP_BY', g, c.maxDimensionBytes, 'MAX_DIMENSION_BYTES');
+  if (c.format.kind === 'json') {
+    const m = c.format.mapping;
+    for (const d of m.dimensions) check('JSON_DIMENSIONS', d.name, c.maxDimensionBytes, 'MAX_DIMENSION_BYTES');
+    if ('constant' in m.name) check('JSON_NAME', String(m.name.constant), c.maxNameBytes, 'MAX_NAME_BYTES');
+    if (m.unit !== null && 'constant' in m.unit) check('JSON_UNIT', String(m.unit.constant), c.maxNameBytes, 'MAX_NAME_BYTES');
+  }
+}
+
 export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   const r = new Reader(env);
   const threadsText = r.raw('WORKER_THREADS');
@@ -329,6 +357,9 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     maxSeries: r.int('MAX_SERIES', 1, 100_000_000),
     maxDimensions: r.int('MAX_DIMENSIONS', 0, 10_000),
     maxMessageBytes: r.int('MAX_MESSAGE_BYTES', 16, 256 * 1024 * 1024),
+    maxNameBytes: r.int('MAX_NAME_BYTES', 1, 256 * 1024 * 1024),
+    maxDimensionBytes: r.int('MAX_DIMENSION_BYTES', 1, 256 * 1024 * 1024),
+    maxSeriesKeyBytes: r.int('MAX_SERIES_KEY_BYTES', 16, 256 * 1024 * 1024),
     maxFutureSeconds: r.num('MAX_FUTURE_SECONDS', 0, 86400 * 365 * 100),
     workerThreads,
     workerThreadsReason,
@@ -353,6 +384,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     progress: r.oneOf('PROGRESS', ['auto', 'on', 'off'] as const),
     shutdownTimeoutSeconds: r.num('SHUTDOWN_TIMEOUT_SECONDS', 1, 3600),
   };
+  checkConfiguredNames(config, r);
   if (config.batchMaxBytes < config.maxMessageBytes) {
     throw new ConfigError('BATCH_MAX_BYTES', String(config.batchMaxBytes), `must be at least MAX_MESSAGE_BYTES (${config.maxMessageBytes})`);
   }

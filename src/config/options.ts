@@ -1,5 +1,6 @@
 // The one table of options: environment variable, CLI flag (derived), default, help.
 // --help, the README table and the parser all read defaults from here.
+import { DECODER_DEFAULTS } from '../core/messages.js';
 
 export interface OptionDoc {
   readonly env: string;
@@ -31,8 +32,11 @@ export const OPTIONS = [
   { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', help: 'relative accuracy of the percentile sketch (0.0001..0.1)' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
-  { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record; more is rejected (too_many_dimensions)' },
+  { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', help: 'dimensions per record, Monasca meta _tenant_id and _region included; more is rejected (too_many_dimensions)' },
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', help: 'larger messages are rejected (too_large)' },
+  { env: 'MAX_NAME_BYTES', default: String(DECODER_DEFAULTS.maxNameBytes), group: 'limits', help: 'UTF-8 bytes of a meter name or unit; longer is rejected (too_long). The default holds any 255-character name' },
+  { env: 'MAX_DIMENSION_BYTES', default: String(DECODER_DEFAULTS.maxDimensionBytes), group: 'limits', help: 'UTF-8 bytes of a dimension name or value; longer is rejected (too_long). The default holds any 255 characters' },
+  { env: 'MAX_SERIES_KEY_BYTES', default: String(DECODER_DEFAULTS.maxSeriesKeyBytes), group: 'limits', help: 'bytes of a series identity as JSON [name, unit, [[dimension, value], ...]] (group-by dimensions); more is rejected (too_long). The default keeps PostgreSQL\'s key entry under its 2704-byte limit' },
   { env: 'MAX_FUTURE_SECONDS', default: '86400', group: 'limits', help: 'event times further ahead of the wall clock are rejected (future_timestamp); 0 = off' },
   { env: 'WORKER_THREADS', default: 'auto', group: 'engine', help: 'decode threads; auto = usable CPUs (cgroup quota aware) - 1, at least 1; 0 = decode on the main thread' },
   { env: 'BATCH_SIZE', default: '4000', group: 'engine', help: 'messages per batch handed to a worker (1..100000); larger batches pre-aggregate more in the worker' },

@@ -3,13 +3,14 @@
 
 import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
-import { CELL, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
-import { RecordError, isPlainObject, safeStringify, show, type SampleRecord } from './record.js';
-import { seriesKey } from './series.js';
+import { CELL, DECODER_DEFAULTS, validateDecoderSettings, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
+import { RecordError, eventTimeLimit, isPlainObject, safeStringify, show, type FieldLimits, type SampleRecord } from './record.js';
+import { identityOverLimit, seriesKey } from './series.js';
 import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
-export type ParsedMessage = { ok: true; value: unknown } | { ok: false; reason: Reject['reason']; detail: string };
+/** escapes: the message contains "\u", the only way JSON text yields U+0000 or an unpaired surrogate. */
+export type ParsedMessage = { ok: true; value: unknown; escapes: boolean } | { ok: false; reason: Reject['reason']; detail: string };
 
 export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: number): ParsedMessage {
   const len = end - start;
@@ -20,7 +21,8 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
   const view = buf.subarray(start, end);
   if (!isUtf8(view)) return { ok: false, reason: 'invalid_utf8', detail: 'message: not valid UTF-8' };
   try {
-    return { ok: true, value: JSON.parse(buf.toString('utf8', start, end)) };
+    const text = buf.toString('utf8', start, end);
+    return { ok: true, value: JSON.parse(text), escapes: text.indexOf('\\u') !== -1 };
   } catch (err) {
     // Deep nesting surfaces as a RangeError from the parser: still a malformed message, not a crash.
     const msg = err instanceof Error ? err.message : String(err);
@@ -31,16 +33,30 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
 export class Decoder {
   readonly #settings: DecoderSettings;
   readonly #extract: Extractor;
+  /** The same extractor with the text checks (NUL, unpaired surrogates) on: for messages with \u escapes. */
+  readonly #extractText: Extractor;
   readonly #rec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
   /** The series dictionary shared with the main thread (decodeBatchCompact). */
   #dict = newDictId();
   #known = new Map<string, number>();
   readonly #maxKnown: number;
+  readonly #maxSeriesKeyBytes: number;
 
   constructor(settings: DecoderSettings, opts: { maxDictionary?: number } = {}) {
+    validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
     this.#settings = settings;
-    this.#extract = extractorFor(settings.format, settings.maxDimensions);
+    this.#maxSeriesKeyBytes = settings.maxSeriesKeyBytes ?? DECODER_DEFAULTS.maxSeriesKeyBytes;
+    const limits: FieldLimits = {
+      maxDimensions: settings.maxDimensions,
+      maxNameBytes: settings.maxNameBytes ?? DECODER_DEFAULTS.maxNameBytes,
+      maxDimensionBytes: settings.maxDimensionBytes ?? DECODER_DEFAULTS.maxDimensionBytes,
+      windowMs: settings.windowMs,
+      eventTimeLimitMs: eventTimeLimit(settings.windowMs),
+      text: false,
+    };
+    this.#extract = extractorFor(settings.format, limits);
+    this.#extractText = extractorFor(settings.format, { ...limits, text: true });
   }
 
   get settings(): DecoderSettings {
@@ -49,12 +65,13 @@ export class Decoder {
 
   /**
    * Extract one record; returns it (the shared, reused object) or throws RecordError.
-   * The returned object is only valid until the next call.
+   * The returned object is only valid until the next call. `escapes` = false skips the text checks:
+   * only for a value parsed from JSON text without "\u" (it cannot hold NUL or unpaired surrogates).
    */
-  extract(value: unknown, nowMs: number): SampleRecord {
+  extract(value: unknown, nowMs: number, escapes = true): SampleRecord {
     if (!isPlainObject(value)) throw new RecordError('not_an_object', `record: expected a JSON object, got ${show(value)}`);
     const rec = this.#rec;
-    this.#extract(value, rec);
+    (escapes ? this.#extractText : this.#extract)(value, rec);
     const maxFuture = this.#settings.maxFutureMs;
     if (maxFuture > 0 && rec.tsMs > nowMs + maxFuture) {
       throw new RecordError(
@@ -69,6 +86,20 @@ export class Decoder {
     return seriesKey(rec.name, rec.unit, rec.dims, this.#settings.groupBy);
   }
 
+  /** The record's series key, or RecordError too_long when it is over MAX_SERIES_KEY_BYTES. */
+  checkedKey(rec: SampleRecord): string {
+    const key = this.key(rec);
+    const max = this.#maxSeriesKeyBytes;
+    const bytes = identityOverLimit(key, max);
+    if (bytes !== -1) {
+      throw new RecordError(
+        'too_long',
+        `series key: ${bytes} bytes as JSON (name, unit and group-by dimension names and values), more than MAX_SERIES_KEY_BYTES=${max}`,
+      );
+    }
+    return key;
+  }
+
   /**
    * Visit every record of every message. `onRecord` gets accepted records, `onReject` the rest.
    * elem is -1 for a message that is a single record (or is rejected whole).
@@ -77,7 +108,7 @@ export class Decoder {
     buf: Buffer,
     offsets: Uint32Array,
     nowMs: number,
-    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): number {
     let records = 0;
@@ -93,11 +124,11 @@ export class Decoder {
       if (Array.isArray(v)) {
         for (let j = 0; j < v.length; j++) {
           records++;
-          this.#visit(v[j], i, j, nowMs, onRecord, onReject);
+          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, onReject);
         }
       } else {
         records++;
-        this.#visit(v, i, -1, nowMs, onRecord, onReject);
+        this.#visit(v, i, -1, nowMs, parsed.escapes, onRecord, onReject);
       }
     }
     return records;
@@ -108,12 +139,15 @@ export class Decoder {
     msg: number,
     elem: number,
     nowMs: number,
-    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown) => void,
+    escapes: boolean,
+    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): void {
     let rec: SampleRecord;
+    let key: string;
     try {
-      rec = this.extract(v, nowMs);
+      rec = this.extract(v, nowMs, escapes);
+      key = this.checkedKey(rec);
     } catch (err) {
       if (!(err instanceof RecordError)) throw err;
       const where = elem >= 0 ? `[${elem}].` : '';
@@ -123,7 +157,7 @@ export class Decoder {
       onReject(raw === undefined ? r : { ...r, raw });
       return;
     }
-    onRecord(rec, msg, elem, v);
+    onRecord(rec, msg, elem, v, key);
   }
 
   /**
@@ -178,8 +212,7 @@ export class Decoder {
       buf,
       offsets,
       nowMs,
-      (rec) => {
-        const key = this.key(rec);
+      (rec, _msg, _elem, _raw, key) => {
         let s = seriesIndex.get(key);
         if (s === undefined) {
           s = series.length;

@@ -16,6 +16,40 @@ export interface DecoderSettings {
   readonly maxFutureMs: number;
   /** Relative accuracy of the per-window quantile sketch; 0 = no sketches (PERCENTILES unset). */
   readonly sketchAccuracy: number;
+  /** UTF-8 bytes allowed in a meter name or a unit (MAX_NAME_BYTES); default DECODER_DEFAULTS. */
+  readonly maxNameBytes?: number;
+  /** UTF-8 bytes allowed in a dimension name or value (MAX_DIMENSION_BYTES); default DECODER_DEFAULTS. */
+  readonly maxDimensionBytes?: number;
+  /** Bytes allowed in a series identity written as JSON (MAX_SERIES_KEY_BYTES); default DECODER_DEFAULTS. */
+  readonly maxSeriesKeyBytes?: number;
+}
+
+/**
+ * Defaults of the optional DecoderSettings; the options table (src/config/options.ts) takes its
+ * defaults from here. They keep every row storable by every sink: a series identity of at most 2048
+ * bytes as JSON keeps PostgreSQL's primary-key entry (name, groupby_key, topic of up to 249 bytes,
+ * partition, period_start) under its 2704-byte btree limit, and a row far under Kafka's 1 MiB default
+ * message size; 1024 bytes hold any 255-character name or dimension (Monasca's API limit, and
+ * Ceilometer's resource ids), whatever the script.
+ */
+export const DECODER_DEFAULTS = {
+  maxNameBytes: 1024,
+  maxDimensionBytes: 1024,
+  maxSeriesKeyBytes: 2048,
+} as const;
+
+/** Checks settings built in code (the configuration has checked the user's values already). */
+export function validateDecoderSettings(s: DecoderSettings): void {
+  const positive = (name: string, v: number | undefined): void => {
+    if (v !== undefined && !(Number.isSafeInteger(v) && v >= 1)) throw new RangeError(`${name} (${v}) must be an integer >= 1`);
+  };
+  positive('windowMs', s.windowMs);
+  positive('maxNameBytes', s.maxNameBytes);
+  positive('maxDimensionBytes', s.maxDimensionBytes);
+  positive('maxSeriesKeyBytes', s.maxSeriesKeyBytes);
+  if (!(Number.isSafeInteger(s.maxDimensions) && s.maxDimensions >= 0)) {
+    throw new RangeError(`maxDimensions (${s.maxDimensions}) must be an integer >= 0`);
+  }
 }
 
 /** A batch of raw messages packed into one transferable buffer. */
@@ -52,6 +86,10 @@ export type RejectReason =
   | 'wrong_type'
   | 'non_finite_value'
   | 'bad_timestamp'
+  /** NUL or an unpaired surrogate in a name, unit, dimension name or value: no sink can store it. */
+  | 'invalid_text'
+  /** A name, unit, dimension or series key longer than its byte limit (MAX_*_BYTES). */
+  | 'too_long'
   | 'future_timestamp'
   | 'too_many_dimensions'
   | 'late'
@@ -62,7 +100,7 @@ export type RejectReason =
 
 export const REJECT_REASONS: readonly RejectReason[] = [
   'malformed_json', 'invalid_utf8', 'empty_message', 'too_large', 'not_an_object', 'missing_field',
-  'wrong_type', 'non_finite_value', 'bad_timestamp', 'future_timestamp', 'too_many_dimensions',
+  'wrong_type', 'non_finite_value', 'bad_timestamp', 'invalid_text', 'too_long', 'future_timestamp', 'too_many_dimensions',
   'late', 'series_limit', 'poisoned_batch', 'sink_rejected',
 ];
 

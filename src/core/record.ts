@@ -19,10 +19,45 @@ export class RecordError extends Error {
   }
 }
 
+// Node 20+ has String.prototype.isWellFormed (ES2024); the project's lib is ES2023.
+declare global {
+  interface String {
+    isWellFormed(): boolean;
+  }
+}
+
+/** Per-record limits the extractors apply (from DecoderSettings, defaults resolved). */
+export interface FieldLimits {
+  readonly maxDimensions: number;
+  readonly maxNameBytes: number;
+  readonly maxDimensionBytes: number;
+  /**
+   * Event times must be below this: the window of a later one would end after MAX_TIMESTAMP_MS + 1,
+   * and period_end would land in year 10000, which no sink stores. See windowEndLimit.
+   */
+  readonly eventTimeLimitMs: number;
+  readonly windowMs: number;
+  /**
+   * Whether to look for U+0000 and unpaired surrogates. JSON text can only produce them from \u
+   * escapes (raw control characters are malformed JSON, and valid UTF-8 cannot encode a surrogate),
+   * so the decoder turns this on only for messages that contain "\u" (see Decoder).
+   */
+  readonly text: boolean;
+}
+
 /** Largest |value| accepted: beyond it sums and squared deviations overflow to Infinity. */
 export const MAX_ABS_VALUE = 1e150;
 /** 9999-12-31T23:59:59.999Z, the largest timestamp ISO 8601 (and Ceilometer) can name. */
 export const MAX_TIMESTAMP_MS = 253402300799999;
+
+/**
+ * Event times must be below this so that their window ends (period_end = start + windowMs) at
+ * MAX_TIMESTAMP_MS at the latest: 10000-01-01T00:00:00.000Z is written "+010000-01-01T00:00:00.000Z"
+ * by Date.prototype.toISOString, which PostgreSQL refuses ("time zone displacement out of range").
+ */
+export function eventTimeLimit(windowMs: number): number {
+  return Math.floor(MAX_TIMESTAMP_MS / windowMs) * windowMs;
+}
 
 export function show(v: unknown): string {
   let s: string;
@@ -53,11 +88,74 @@ export function own(obj: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
 
-export function requireName(v: unknown, where: string): string {
+/** A meter name: a non-empty string the sinks can store, at most MAX_NAME_BYTES of UTF-8. */
+export function requireName(v: unknown, where: string, lim: FieldLimits): string {
   if (v === undefined || v === null) throw new RecordError('missing_field', `${where}: missing (a non-empty string is required)`);
   if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a non-empty string, got ${show(v)}`);
   if (v.length === 0) throw new RecordError('missing_field', `${where}: empty (a non-empty string is required)`);
-  return v;
+  if (!lim.text && v.length * 3 <= lim.maxNameBytes) return v;
+  return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
+}
+
+/** A unit: absent (null) or a string the sinks can store, at most MAX_NAME_BYTES. */
+export function optionalUnit(v: unknown, where: string, lim: FieldLimits): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
+  return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
+}
+
+/** A dimension name found in the record (any string, "" included), at most MAX_DIMENSION_BYTES. */
+export function dimName(k: string, where: string, lim: FieldLimits): string {
+  if (!lim.text && k.length * 3 <= lim.maxDimensionBytes) return k;
+  return checkText(k, where, 'dimension name ', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
+}
+
+/**
+ * The text checks every stored string passes: no U+0000 (PostgreSQL text and jsonb cannot hold it),
+ * no unpaired surrogate (UTF-8 cannot encode it: it would be stored as U+FFFD, so two names differing
+ * only there would collide), at most maxBytes of UTF-8. Runs per field per record: the length is decided
+ * for short strings by their length alone, the text (only when `text`) by native scans.
+ */
+export function checkText(s: string, where: string, what: string, maxBytes: number, option: string, text = true): string {
+  if (text && (s.indexOf('\u0000') !== -1 || !s.isWellFormed())) throw invalidText(s, where, what);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4).
+  if (s.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(s, 'utf8');
+    if (bytes > maxBytes) {
+      const subject = what === '' ? '' : `${what}${show(s)} is `;
+      throw new RecordError('too_long', `${where}: ${subject}${bytes} bytes (UTF-8), more than ${option}=${maxBytes}`);
+    }
+  }
+  return s;
+}
+
+function invalidText(s: string, where: string, what: string): RecordError {
+  const subject = what === '' ? '' : `${what}${show(s)} `;
+  const nul = s.indexOf('\u0000');
+  let lone = -1;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+      else {
+        lone = i;
+        break;
+      }
+    } else if (c >= 0xdc00 && c <= 0xdfff) {
+      lone = i;
+      break;
+    }
+  }
+  const allowed = 'text without U+0000 and unpaired surrogates is allowed';
+  if (nul !== -1 && (lone === -1 || nul < lone)) {
+    return new RecordError('invalid_text', `${where}: ${subject}contains U+0000 (NUL) at character index ${nul}; ${allowed}`);
+  }
+  const hex = s.charCodeAt(lone).toString(16).toUpperCase();
+  return new RecordError(
+    'invalid_text',
+    `${where}: ${subject}contains an unpaired surrogate U+${hex} at character index ${lone} (not Unicode text; stored it would become U+FFFD); ${allowed}`,
+  );
 }
 
 export function requireValue(v: unknown, where: string): number {
@@ -109,8 +207,28 @@ function checkRange(ms: number, where: string, original: unknown): number {
   return ms;
 }
 
-export function dimValue(v: unknown, where: string): string {
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+/** A dimension value: a string (numbers and booleans become strings), at most MAX_DIMENSION_BYTES. */
+export function dimValue(v: unknown, where: string, lim: FieldLimits): string {
+  if (typeof v === 'string') {
+    // The common case, decided without a call: no \u escapes in the message and short enough.
+    if (!lim.text && v.length * 3 <= lim.maxDimensionBytes) return v;
+    return checkText(v, where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', lim.text);
+  }
+  if (typeof v === 'number' || typeof v === 'boolean') return checkText(String(v), where, '', lim.maxDimensionBytes, 'MAX_DIMENSION_BYTES', false);
   throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
+}
+
+/** An event time whose window ends where every sink can store it (see eventTimeLimit). */
+export function requireWindowEnd(ms: number, where: string, limits: FieldLimits): number {
+  if (ms >= limits.eventTimeLimitMs) {
+    const w = limits.windowMs;
+    const start = Math.floor(ms / w) * w;
+    throw new RecordError(
+      'bad_timestamp',
+      `${where}: ${new Date(ms).toISOString()} is in the window from ${new Date(start).toISOString()} (WINDOW_SECONDS=${w / 1000}), ` +
+        `which ends after ${new Date(MAX_TIMESTAMP_MS).toISOString()}, the latest time every sink stores; event times before ` +
+        `${new Date(limits.eventTimeLimitMs).toISOString()} are allowed`,
+    );
+  }
+  return ms;
 }

@@ -62,6 +62,70 @@ export function seriesKey(
   return parts.join('');
 }
 
+/**
+ * Bytes of the identity written as JSON, `[name, unit, [[dimension, value], ...]]` in UTF-8 with
+ * JSON's escapes: what MAX_SERIES_KEY_BYTES limits, because the sinks store the identity as JSON
+ * (PostgreSQL's groupby_key next to the name, the Kafka row key).
+ */
+export function identityJsonBytes(key: string): number {
+  // Walk the length prefixes: the strings' UTF-8 bytes are the key's minus the prefixes' (digits, ':', '-').
+  let prefixChars = 0;
+  let strings = 0;
+  let nulls = 0;
+  let i = 0;
+  while (i < key.length) {
+    if (key.charCodeAt(i) === 0x2d) {
+      nulls++;
+      prefixChars++;
+      i++;
+      continue;
+    }
+    const colon = key.indexOf(':', i);
+    const len = Number(key.slice(i, colon));
+    prefixChars += colon + 1 - i;
+    strings++;
+    i = colon + 1 + len;
+  }
+  const parts = strings + nulls;
+  const pairs = Math.max(0, (parts - 2) / 2);
+  // [ name , unit , [ [k,v] , ... ] ]
+  const structure = 6 + 3 * pairs + Math.max(0, pairs - 1) + 2 * strings + 4 * nulls;
+  const text = ESCAPED.test(key) ? escapedUtf8Bytes(key) : Buffer.byteLength(key, 'utf8');
+  return text - prefixChars + structure;
+}
+
+/** identityJsonBytes(key) when that is more than maxBytes, else -1. Keys of up to maxBytes / 6 characters are decided by length alone. */
+export function identityOverLimit(key: string, maxBytes: number): number {
+  // A code unit is at most 6 bytes of JSON (a control character as \u001f); the prefix characters
+  // ("12:", at least 2 per string, "-" per null) outweigh the quotes, commas and brackets.
+  if (key.length * 6 + 4 <= maxBytes) return -1;
+  const bytes = identityJsonBytes(key);
+  return bytes > maxBytes ? bytes : -1;
+}
+
+// Characters JSON.stringify writes as escapes: '"', '\\' and the C0 controls.
+const ESCAPED = /["\\\u0000-\u001f]/;
+
+/** UTF-8 bytes of s as JSON string content (escapes included), prefix characters counted as 1 each. */
+function escapedUtf8Bytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) {
+      if (c === 0x22 || c === 0x5c || c === 0x08 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d) n += 2;
+      else n += c < 0x20 ? 6 : 1;
+    } else if (c < 0x800) {
+      n += 2;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      // Half of a pair (4 bytes); unpaired surrogates never get this far (invalid_text).
+      n += 2;
+    } else {
+      n += 3;
+    }
+  }
+  return n;
+}
+
 export function parseSeriesKey(key: string): SeriesIdentity {
   const parts: Array<string | null> = [];
   let i = 0;

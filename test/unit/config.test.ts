@@ -50,6 +50,9 @@ t.test('defaults', async (t) => {
   t.equal(c.maxDimensions, 64);
   t.equal(c.maxMessageBytes, 1_048_576);
   t.equal(c.maxFutureSeconds, 86_400);
+  t.equal(c.maxNameBytes, 1024, 'MAX_NAME_BYTES: any 255-character name');
+  t.equal(c.maxDimensionBytes, 1024, 'MAX_DIMENSION_BYTES: any 255-character dimension');
+  t.equal(c.maxSeriesKeyBytes, 2048, 'MAX_SERIES_KEY_BYTES: under PostgreSQL\'s 2704-byte index entry');
   t.equal(c.workerThreads, 3, 'auto: 4 usable CPUs - 1');
   t.match(c.workerThreadsReason, /auto/);
   t.match(c.workerThreadsReason, /4 usable/);
@@ -123,6 +126,9 @@ t.test('valid non-default values', async (t) => {
   t.equal(c.logLevel, 'silent');
   t.equal(c.progress, 'off');
   t.equal(c.maxFutureSeconds, 0);
+  const lim = parseConfig({ MAX_NAME_BYTES: '1', MAX_DIMENSION_BYTES: '268435456', MAX_SERIES_KEY_BYTES: '16' }, CPUS);
+  t.same([lim.maxNameBytes, lim.maxDimensionBytes, lim.maxSeriesKeyBytes], [1, 268_435_456, 16], 'byte limits at their bounds');
+  t.same(parseConfig({ GROUP_BY: 'host', MAX_DIMENSION_BYTES: '4' }, CPUS).groupBy, ['host'], 'a GROUP_BY name of exactly MAX_DIMENSION_BYTES');
   t.same(parseConfig({ SOURCE: 'stdin' }, CPUS).source, { kind: 'stdin' });
   t.same(parseConfig({ SOURCE: 'kafka', KAFKA_TOPICS: 'metrics' }, CPUS).source, { kind: 'kafka' });
   t.equal(parseConfig({ WORKER_THREADS: '256' }, CPUS).workerThreads, 256, 'upper bound allowed');
@@ -254,6 +260,18 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ MAX_SERIES: '0' }, 'MAX_SERIES', '0', INT(1, 100_000_000)],
     [{ MAX_DIMENSIONS: '-1' }, 'MAX_DIMENSIONS', '-1', INT(0, 10_000)],
     [{ MAX_MESSAGE_BYTES: '15' }, 'MAX_MESSAGE_BYTES', '15', INT(16, 256 * 1024 * 1024)],
+    [{ MAX_NAME_BYTES: '0' }, 'MAX_NAME_BYTES', '0', INT(1, 256 * 1024 * 1024)],
+    [{ MAX_NAME_BYTES: '1kB' }, 'MAX_NAME_BYTES', '1kB', INT(1, 256 * 1024 * 1024)],
+    [{ MAX_DIMENSION_BYTES: '0' }, 'MAX_DIMENSION_BYTES', '0', INT(1, 256 * 1024 * 1024)],
+    [{ MAX_DIMENSION_BYTES: '1.5' }, 'MAX_DIMENSION_BYTES', '1.5', INT(1, 256 * 1024 * 1024)],
+    [{ MAX_SERIES_KEY_BYTES: '15' }, 'MAX_SERIES_KEY_BYTES', '15', INT(16, 256 * 1024 * 1024)],
+    [{ MAX_SERIES_KEY_BYTES: '268435457' }, 'MAX_SERIES_KEY_BYTES', '268435457', INT(16, 256 * 1024 * 1024)],
+    // Names the configuration adds to every record pass the record checks.
+    [{ GROUP_BY: `hostname,${'g'.repeat(1025)}` }, 'GROUP_BY', `hostname,${'g'.repeat(1025)}`, /at most MAX_DIMENSION_BYTES=1024 bytes.*is 1025/],
+    [{ GROUP_BY: 'hostname,zone', MAX_DIMENSION_BYTES: '4' }, 'GROUP_BY', 'hostname,zone', /at most MAX_DIMENSION_BYTES=4 bytes.*"hostname" is 8/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: 'actor=actor.mbox', MAX_DIMENSION_BYTES: '4' }, 'JSON_DIMENSIONS', 'actor=actor.mbox', /MAX_DIMENSION_BYTES=4.*"actor" is 5/],
+    [{ FORMAT: 'json', JSON_NAME: '=events', MAX_NAME_BYTES: '5' }, 'JSON_NAME', '=events', /MAX_NAME_BYTES=5.*"events" is 6/],
+    [{ FORMAT: 'json', JSON_NAME: 'n', JSON_UNIT: '=µs', MAX_NAME_BYTES: '2' }, 'JSON_UNIT', '=µs', /MAX_NAME_BYTES=2.*"µs" is 3/],
     [{ MAX_FUTURE_SECONDS: '-1' }, 'MAX_FUTURE_SECONDS', '-1', /number from 0 to/],
     [{ MAX_FUTURE_SECONDS: 'NaN' }, 'MAX_FUTURE_SECONDS', 'NaN', /number from 0 to/],
     [{ BATCH_SIZE: '0' }, 'BATCH_SIZE', '0', INT(1, 100_000)],

@@ -9,7 +9,7 @@ import t, { type Test } from 'tap';
 import { Decoder } from '../../src/core/decode.js';
 import type { JsonMapping } from '../../src/core/formats/index.js';
 import { CELL } from '../../src/core/messages.js';
-import { MAX_ABS_VALUE, MAX_TIMESTAMP_MS } from '../../src/core/record.js';
+import { MAX_ABS_VALUE, eventTimeLimit } from '../../src/core/record.js';
 import { parseSeriesKey, seriesKey } from '../../src/core/series.js';
 import { Sketch } from '../../src/core/sketch.js';
 import { addSample, emptyMoments, mergeMoments, type Moments } from '../../src/core/stats.js';
@@ -31,14 +31,18 @@ const text = fc.oneof(
   { weight: 2, arbitrary: fc.string({ unit: fc.constantFrom(':', '-', '0', '1', '9', 'a', ' ', '"', '\\'), maxLength: 8 }) },
   { weight: 1, arbitrary: fc.constantFrom('__proto__', 'constructor', 'hasOwnProperty', 'toString', 'valueOf', '-', '0:', '1:-') },
 );
-const nonEmpty = text.filter((s) => s.length > 0);
+// What the decoders store: text without U+0000 (invalid_text), event times whose 60 s window ends by
+// 9999-12-31T23:59:59.999Z (later ones are bad_timestamp).
+const storable = text.map((s) => s.replace(/\u0000/g, '\u0001'));
+const LAST_EVENT_MS = eventTimeLimit(60_000) - 1;
+const nonEmpty = storable.filter((s) => s.length > 0);
 const finite = fc.oneof(
   fc.double({ min: -MAX_ABS_VALUE, max: MAX_ABS_VALUE, noNaN: true, noDefaultInfinity: true }),
   fc.integer({ min: -1e6, max: 1e6 }),
 );
-const epochMs = fc.oneof(fc.integer({ min: 0, max: MAX_TIMESTAMP_MS }), fc.double({ min: 0, max: MAX_TIMESTAMP_MS, noNaN: true }));
+const epochMs = fc.oneof(fc.integer({ min: 0, max: LAST_EVENT_MS }), fc.double({ min: 0, max: LAST_EVENT_MS, noNaN: true }));
 /** Dimension pairs with distinct names (a JSON object cannot hold two), not the envelope's meta names. */
-const dims = fc.uniqueArray(fc.tuple(text, text), { maxLength: 10, selector: (d) => d[0] }).map((ds) => ds.filter(([k]) => k !== '_tenant_id' && k !== '_region'));
+const dims = fc.uniqueArray(fc.tuple(storable, storable), { maxLength: 10, selector: (d) => d[0] }).map((ds) => ds.filter(([k]) => k !== '_tenant_id' && k !== '_region'));
 
 function jsonObject(pairs: ReadonlyArray<readonly [string, string]>): string {
   // Built as text: an object literal would turn "__proto__" into a prototype, not a key.
@@ -66,7 +70,7 @@ function roundTrips(decoder: Decoder, message: string, name: string, value: numb
 
 t.test('decoders: every generated valid record round-trips to the same name, value, timestamp and dimensions', async (t) => {
   const monasca = new Decoder(settings());
-  check(t, 'monasca', 20_000, fc.property(nonEmpty, finite, epochMs, dims, fc.option(text), fc.option(text), (name, value, ts, ds, tenant, region) => {
+  check(t, 'monasca', 20_000, fc.property(nonEmpty, finite, epochMs, dims, fc.option(storable), fc.option(storable), (name, value, ts, ds, tenant, region) => {
     const meta: Array<[string, string]> = [];
     if (tenant !== null) meta.push(['tenantId', tenant]);
     if (region !== null) meta.push(['region', region]);
@@ -79,7 +83,7 @@ t.test('decoders: every generated valid record round-trips to the same name, val
 
   const ceilometer = new Decoder(settings({ format: { kind: 'ceilometer' } }));
   const fields = ['resource_id', 'project_id', 'user_id', 'source'] as const;
-  check(t, 'ceilometer', 15_000, fc.property(nonEmpty, finite, fc.integer({ min: 0, max: MAX_TIMESTAMP_MS }), fc.boolean(), fc.option(text), fc.array(fc.option(text), { minLength: 4, maxLength: 4 }), (name, value, ms, zulu, unit, vals) => {
+  check(t, 'ceilometer', 15_000, fc.property(nonEmpty, finite, fc.integer({ min: 0, max: LAST_EVENT_MS }), fc.boolean(), fc.option(storable), fc.array(fc.option(storable), { minLength: 4, maxLength: 4 }), (name, value, ms, zulu, unit, vals) => {
     const iso = new Date(ms).toISOString();
     const pairs: Array<[string, string]> = [];
     const o: string[] = [`"counter_name":${JSON.stringify(name)}`, `"counter_volume":${JSON.stringify(value)}`, `"timestamp":${JSON.stringify(zulu ? iso : iso.slice(0, -1))}`, `"counter_type":"gauge"`];
@@ -105,7 +109,7 @@ t.test('decoders: every generated valid record round-trips to the same name, val
     ],
   };
   const json = new Decoder(settings({ format: { kind: 'json', mapping } }));
-  check(t, 'json (mapped paths)', 15_000, fc.property(nonEmpty, finite, fc.oneof(epochMs, fc.integer({ min: 0, max: MAX_TIMESTAMP_MS }).map((ms) => new Date(ms).toISOString())), fc.option(text), fc.option(text), fc.option(text), (name, value, ts, unit, actor, item) => {
+  check(t, 'json (mapped paths)', 15_000, fc.property(nonEmpty, finite, fc.oneof(epochMs, fc.integer({ min: 0, max: LAST_EVENT_MS }).map((ms) => new Date(ms).toISOString())), fc.option(storable), fc.option(storable), fc.option(storable), (name, value, ts, unit, actor, item) => {
     const msg = `{"verb":{"id":${JSON.stringify(name)}},"result":{"score":${JSON.stringify(value)}},"timestamp":${JSON.stringify(ts)}` +
       `${unit === null ? '' : `,"unit":${JSON.stringify(unit)}`}${actor === null ? '' : `,"actor":{"mbox":${JSON.stringify(actor)}}`},"items":[${item === null ? '' : JSON.stringify(item)}]}`;
     const ds: Array<[string, string]> = [];

@@ -1,4 +1,4 @@
-import type { SampleRecord } from '../record.js';
+import type { FieldLimits, SampleRecord } from '../record.js';
 import { extractCeilometer } from './ceilometer.js';
 import { extractJson, type JsonMapping } from './json.js';
 import { extractMonasca } from './monasca.js';
@@ -14,15 +14,13 @@ export const FORMAT_NAMES = ['monasca', 'ceilometer', 'json'] as const;
 
 export type Extractor = (obj: Record<string, unknown>, out: SampleRecord) => void;
 
-export function extractorFor(spec: FormatSpec, maxDims: number): Extractor {
+export function extractorFor(spec: FormatSpec, limits: FieldLimits): Extractor {
   switch (spec.kind) {
     case 'monasca':
-      return (obj, out) => extractMonasca(obj, out, maxDims);
+      return (obj, out) => extractMonasca(obj, out, limits);
     case 'ceilometer':
-      return (obj, out) => {
-        extractCeilometer(obj, out);
-      };
+      return (obj, out) => extractCeilometer(obj, out, limits);
     case 'json':
-      return (obj, out) => extractJson(obj, out, spec.mapping, maxDims);
+      return (obj, out) => extractJson(obj, out, spec.mapping, limits);
   }
 }

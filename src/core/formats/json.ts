@@ -1,5 +1,7 @@
 // Any JSON object, mapped by paths from the configuration (e.g. xAPI statements counted per verb.id).
-import { RecordError, dimValue, isPlainObject, own, requireEpochMs, requireName, requireValue, show, type SampleRecord } from '../record.js';
+import {
+  RecordError, dimValue, isPlainObject, optionalUnit, own, requireEpochMs, requireName, requireValue, requireWindowEnd, type FieldLimits, type SampleRecord,
+} from '../record.js';
 
 /** A field read from a path ("verb.id", "items.0.price") or a constant. */
 export type FieldRef = { readonly path: readonly string[]; readonly text: string } | { readonly constant: string | number };
@@ -35,25 +37,19 @@ function where(ref: FieldRef): string {
   return 'constant' in ref ? 'constant' : ref.text;
 }
 
-export function extractJson(obj: Record<string, unknown>, out: SampleRecord, m: JsonMapping, maxDims: number): void {
-  out.name = requireName(read(obj, m.name), where(m.name));
+// Dimension names come from JSON_DIMENSIONS and are checked with the configuration.
+export function extractJson(obj: Record<string, unknown>, out: SampleRecord, m: JsonMapping, lim: FieldLimits): void {
+  out.name = requireName(read(obj, m.name), where(m.name), lim);
   out.value = requireValue(read(obj, m.value), where(m.value));
-  out.tsMs = requireEpochMs(getPath(obj, m.timestamp.path), m.timestamp.text);
-  if (m.unit === null) {
-    out.unit = null;
-  } else {
-    const u = read(obj, m.unit);
-    if (u !== undefined && u !== null && typeof u !== 'string') {
-      throw new RecordError('wrong_type', `${where(m.unit)}: expected a string, got ${show(u)}`);
-    }
-    out.unit = u ?? null;
-  }
+  out.tsMs = requireWindowEnd(requireEpochMs(getPath(obj, m.timestamp.path), m.timestamp.text), m.timestamp.text, lim);
+  out.unit = m.unit === null ? null : optionalUnit(read(obj, m.unit), where(m.unit), lim);
   const dims = out.dims;
   dims.length = 0;
+  const maxDims = lim.maxDimensions;
   for (const d of m.dimensions) {
     const v = getPath(obj, d.path);
     if (v === undefined || v === null) continue;
     if (dims.length >= maxDims) throw new RecordError('too_many_dimensions', `${d.text}: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
-    dims.push([d.name, dimValue(v, d.text)]);
+    dims.push([d.name, dimValue(v, d.text, lim)]);
   }
 }

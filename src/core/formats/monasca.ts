@@ -1,20 +1,24 @@
 // Monasca envelope: {"metric":{name,dimensions,timestamp,value,value_meta},"meta":{tenantId,region},"creation_time"}
-import { RecordError, dimValue, isPlainObject, own, requireEpochMs, requireName, requireValue, show, type SampleRecord } from '../record.js';
+import {
+  RecordError, dimName, dimValue, isPlainObject, own, requireEpochMs, requireName, requireValue, requireWindowEnd, show,
+  type FieldLimits, type SampleRecord,
+} from '../record.js';
 
-export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, maxDims: number): void {
+export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits): void {
   const metric = own(obj, 'metric');
   if (metric === undefined || metric === null) throw new RecordError('missing_field', 'metric: missing (an object is required)');
   if (!isPlainObject(metric)) throw new RecordError('wrong_type', `metric: expected an object, got ${show(metric)}`);
-  out.name = requireName(own(metric, 'name'), 'metric.name');
+  out.name = requireName(own(metric, 'name'), 'metric.name', lim);
   out.value = requireValue(own(metric, 'value'), 'metric.value');
   const ts = own(metric, 'timestamp');
   if (typeof ts !== 'number' && ts !== undefined && ts !== null) {
     throw new RecordError('wrong_type', `metric.timestamp: expected ms since the epoch, got ${show(ts)}`);
   }
-  out.tsMs = requireEpochMs(ts, 'metric.timestamp');
+  out.tsMs = requireWindowEnd(requireEpochMs(ts, 'metric.timestamp'), 'metric.timestamp', lim);
   out.unit = null;
   const dims = out.dims;
   dims.length = 0;
+  const maxDims = lim.maxDimensions;
   const d = own(metric, 'dimensions');
   if (d !== undefined && d !== null) {
     if (!isPlainObject(d)) throw new RecordError('wrong_type', `metric.dimensions: expected an object, got ${show(d)}`);
@@ -22,26 +26,34 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
       if (dims.length >= maxDims) {
         throw new RecordError('too_many_dimensions', `metric.dimensions: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
       }
-      dims.push([k, dimValue(d[k], `metric.dimensions.${k}`)]);
+      dimName(k, 'metric.dimensions', lim);
+      dims.push([k, dimValue(d[k], `metric.dimensions.${k}`, lim)]);
     }
   }
   const meta = own(obj, 'meta');
   if (isPlainObject(meta)) {
     // The envelope's meta comes from the authenticated API: it wins over a same-named dimension a
     // sender put into the metric, so nobody can report as another tenant.
-    setMeta(dims, '_tenant_id', own(meta, 'tenantId'), 'meta.tenantId');
-    setMeta(dims, '_region', own(meta, 'region'), 'meta.region');
+    setMeta(dims, '_tenant_id', own(meta, 'tenantId'), 'meta.tenantId', lim);
+    setMeta(dims, '_region', own(meta, 'region'), 'meta.region', lim);
   }
 }
 
-function setMeta(dims: Array<[string, string]>, name: string, v: unknown, where: string): void {
+function setMeta(dims: Array<[string, string]>, name: string, v: unknown, where: string, lim: FieldLimits): void {
   if (v === undefined || v === null) return;
-  const value = dimValue(v, where);
+  const value = dimValue(v, where, lim);
   for (const d of dims) {
     if (d[0] === name) {
       d[1] = value;
       return;
     }
+  }
+  // MAX_DIMENSIONS counts the dimensions the series gets, meta's included.
+  if (dims.length >= lim.maxDimensions) {
+    throw new RecordError(
+      'too_many_dimensions',
+      `${where}: adding ${name} makes more than ${lim.maxDimensions} dimensions (MAX_DIMENSIONS counts _tenant_id and _region from meta)`,
+    );
   }
   dims.push([name, value]);
 }
