@@ -153,7 +153,8 @@ export class KafkaDeadLetter implements DeadLetter {
     if (entries.length === 0) return;
     await this.#readLimit();
     const messages = entries.map((e) => fitDeadLetter(deadLetterMessage(e), this.#maxMessageBytes));
-    const chunks = chunkMessages(messages, this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes);
+    // Unkeyed dead letters may share a partition: cut requests by the topic's record-batch limit too.
+    const chunks = chunkMessages(messages, Math.min(this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes, this.#maxMessageBytes - RECORD_OVERHEAD_BYTES), RECORD_OVERHEAD_BYTES);
     await this.#producers.run('dead-letters', async (producer, slot) => {
       try {
         for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });

@@ -133,21 +133,22 @@ export function rowIdentityKey(r: StatsRow): string {
 }
 
 /** Splits messages into sends of at most maxBytes of keys and values (a single larger message goes alone). */
-export function chunkMessages(messages: readonly Message[], maxBytes: number): Message[][] {
-  return chunkItems(messages.map((m) => ({ m })), maxBytes).map((c) => c.map((x) => x.m));
+export function chunkMessages(messages: readonly Message[], maxBytes: number, recordOverhead = 0): Message[][] {
+  return chunkItems(messages.map((m) => ({ m })), maxBytes, recordOverhead).map((c) => c.map((x) => x.m));
 }
 
 /**
- * Splits items (each carrying its message) into sends holding at most maxBytes of keys and values per
- * partition (messages without a partition count against one shared budget); a single larger message
- * goes alone.
+ * Splits items (each carrying its message) into sends holding at most maxBytes per partition (messages
+ * without a partition count against one shared budget): keys, values and recordOverhead bytes per
+ * record. A partition's share of a request is one record batch, which the topic's max.message.bytes
+ * bounds, so maxBytes must not exceed it. A single larger message goes alone.
  */
-function chunkItems<T extends { m: Message }>(items: readonly T[], maxBytes: number): T[][] {
+function chunkItems<T extends { m: Message }>(items: readonly T[], maxBytes: number, recordOverhead = 0): T[][] {
   const out: T[][] = [];
   let cur: T[] = [];
   const bytes = new Map<number, number>();
   for (const x of items) {
-    const size = byteLength(x.m.key) + byteLength(x.m.value);
+    const size = byteLength(x.m.key) + byteLength(x.m.value) + recordOverhead;
     const p = x.m.partition ?? -1;
     const used = bytes.get(p) ?? 0;
     if (cur.length > 0 && used > 0 && used + size > maxBytes) {
@@ -513,6 +514,11 @@ export class KafkaSink implements Sink {
     return this.#limitRead;
   }
 
+  /** Requests of at most maxRequestBytes, and at most the topic's max.message.bytes, per partition. */
+  #chunks<T extends { m: Message }>(items: readonly T[]): T[][] {
+    return chunkItems(items, Math.min(this.#maxBytes, this.#maxMessageBytes - RECORD_OVERHEAD_BYTES), RECORD_OVERHEAD_BYTES);
+  }
+
   /** The messages of a group, each with its write and row, in call order. */
   #flatten(group: readonly QueuedWrite[]): Array<{ m: Message; w: QueuedWrite; row: number }> {
     const out: Array<{ m: Message; w: QueuedWrite; row: number }> = [];
@@ -525,7 +531,7 @@ export class KafkaSink implements Sink {
     return this.#withRefusals(group, (items) => this.#producers.run(id, async (producer, slot) => {
       let sent = 0;
       try {
-        for (const chunk of chunkItems(items, this.#maxBytes)) {
+        for (const chunk of this.#chunks(items)) {
           await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
           sent += chunk.length;
         }
@@ -551,7 +557,7 @@ export class KafkaSink implements Sink {
       try {
         const txn = await producer.transaction();
         tx = txn;
-        for (const chunk of chunkItems(items, this.#maxBytes)) {
+        for (const chunk of this.#chunks(items)) {
           await txn.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages: chunk.map((x) => x.m) });
         }
         if (commit !== undefined) {

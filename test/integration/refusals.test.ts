@@ -39,11 +39,16 @@ const HOSTILE: ReadonlyArray<{ what: string; json: string }> = [
 
 const ENV = { FORMAT: 'monasca', MAX_FUTURE_SECONDS: '0', WORKER_THREADS: '1', BATCH_SIZE: '50' };
 
-function input(): string {
-  const lines = GOOD.map((p) => p.json);
+/** The good records keyed by series (a series stays in one partition), the hostile ones spread among them. */
+function messages(): Array<{ key: string; value: string }> {
+  const items = keyed(GOOD);
   // Spread the hostile records through the stream so that they share batches and windows with good ones.
-  HOSTILE.forEach((h, i) => lines.splice(20 + i * 37, 0, h.json));
-  return `${lines.join('\n')}\n`;
+  HOSTILE.forEach((h, i) => items.splice(20 + i * 37, 0, { key: `hostile-${i}`, value: h.json }));
+  return items;
+}
+
+function input(): string {
+  return `${messages().map((m) => m.value).join('\n')}\n`;
 }
 
 /** The rows of the good records alone (file sink): what every run must deliver besides the refusals. */
@@ -126,8 +131,8 @@ for (const sinkKind of ['postgres', 'kafka'] as const) {
   t.test(`Kafka source: the refused classes do not stop the partition (${sinkKind} sink)`, async (t) => {
     const ref = await reference(t);
     const topic = await createTopic(t, 2);
-    const lines = input().trim().split('\n');
-    await produce(topic, lines.map((value, i) => ({ key: `k${i % 7}`, value })));
+    const lines = messages();
+    await produce(topic, lines);
     const dir = t.testdir({});
     const out = sinkKind === 'kafka' ? await createTopic(t, 2) : '';
     const sink = sinkKind === 'kafka' ? 'kafka' : (await testSchema(t)).url;
@@ -163,7 +168,7 @@ t.test('a row over the output topic\'s max.message.bytes is dead-lettered as sin
   const out = uid('ss-small');
   const admin = client().admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: out, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '4000' }] }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic: out, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '3500' }] }], waitForLeaders: true });
   await admin.disconnect();
   t.teardown(async () => {
     const a = client().admin();
@@ -171,15 +176,15 @@ t.test('a row over the output topic\'s max.message.bytes is dead-lettered as sin
     await a.deleteTopics({ topics: [out] }).catch(() => {});
     await a.disconnect();
   });
-  // Within the extraction limits, but its row (the value twice: groupby and identity key) is over 4,000 bytes.
-  const big = monasca('cpu.idle', { case: 'big-row', a: 'x'.repeat(900), b: 'y'.repeat(900), c: 'z'.repeat(900) });
+  // Within the extraction limits, but its row (the value twice: groupby and identity key) is over 3,500 bytes.
+  const big = monasca('cpu.idle', { case: 'big-row', a: 'x'.repeat(600), b: 'y'.repeat(600), c: 'z'.repeat(600) });
   const file = `${[...GOOD.map((p) => p.json).slice(0, 200), big, ...GOOD.map((p) => p.json).slice(200)].join('\n')}\n`;
   const r = await runPipeline(t, { ...ENV, SOURCE: 'file:$DIR/in.ndjson', SINK: 'kafka', OUTPUT_TOPIC: out, KAFKA_BROKERS: brokers().join(',') }, { files: { 'in.ndjson': file } });
   t.equal(r.summary.rejected.sink_rejected, 1, 'its one record is counted as sink_rejected');
   t.equal(r.summary.ok + 1, GOOD.length + 1, 'ok + rejected = input');
   const dl = r.deadLetters.filter((e) => e.reason === 'sink_rejected');
   t.equal(dl.length, 1);
-  t.match(dl[0]?.detail, /max\.message\.bytes=4000/, 'the detail names the limit');
+  t.match(dl[0]?.detail, /max\.message\.bytes=3500/, 'the detail names the limit');
   t.match(dl[0]?.value, /"case":"big-row"/, 'the dead letter holds the row');
   checkKafkaRows(t, await readRows(out, ref.size), ref);
 });
