@@ -31,10 +31,7 @@ export interface FieldLimits {
   readonly maxDimensions: number;
   readonly maxNameBytes: number;
   readonly maxDimensionBytes: number;
-  /**
-   * Event times must be below this: the window of a later one would end after MAX_TIMESTAMP_MS + 1,
-   * and period_end would land in year 10000, which no sink stores. See windowEndLimit.
-   */
+  /** Event times must be below this: a later one's window would end after MAX_TIMESTAMP_MS (see eventTimeLimit). */
   readonly eventTimeLimitMs: number;
   readonly windowMs: number;
   /**
@@ -101,6 +98,7 @@ export function requireName(v: unknown, where: string, lim: FieldLimits): string
 export function optionalUnit(v: unknown, where: string, lim: FieldLimits): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string') throw new RecordError('wrong_type', `${where}: expected a string, got ${show(v)}`);
+  if (!lim.text && v.length * 3 <= lim.maxNameBytes) return v;
   return checkText(v, where, '', lim.maxNameBytes, 'MAX_NAME_BYTES', lim.text);
 }
 
