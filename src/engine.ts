@@ -400,9 +400,9 @@ export class Engine {
       batch.data,
       batch.offsets,
       nowMs,
-      (rec, msg, elem, raw) => {
+      (rec, msg, elem, raw, key) => {
         const ws = windowStart(rec.tsMs, this.#windowMs);
-        const reason = reasons.get(`${ws}|${decoder.key(rec)}`);
+        const reason = reasons.get(`${ws}|${key}`);
         if (reason === undefined) return;
         expectedFound++;
         if (this.#isReplay(state, batch, msg)) return;
