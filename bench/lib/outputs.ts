@@ -44,7 +44,7 @@ export class TopicEnd {
   }
 }
 
-export const PG_URL = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const PG_URL = process.env.STREAMSTATS_BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** A fresh schema, and the URL whose every connection works in it (`options=-c search_path=...`). */
 export async function createPgSchema(prefix = 'ss_bench'): Promise<{ schema: string; url: string }> {
