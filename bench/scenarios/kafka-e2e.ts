@@ -410,7 +410,11 @@ async function runPeer(topic: string, n: number, rows: number, guarantee: PeerGu
   try {
     await admin.connect();
     const end = new TopicEnd(admin, out);
-    const first = await peer.running;
+    let timer: NodeJS.Timeout | undefined;
+    const first = await Promise.race([
+      peer.running,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`kstreams peer (${guarantee}) not RUNNING after 180 s`)), 180_000))),
+    ]).finally(() => clearTimeout(timer));
     const deadline = performance.now() + 900_000;
     for (;;) {
       await end.sample();
