@@ -383,7 +383,7 @@ async function runEngineToKafka(topic: string, n: number, dir: string, rows: num
 
 /** Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored row. */
 async function runEngineToPostgres(topic: string, n: number, dir: string, rows: number): Promise<Sample> {
-  const { schema, url } = await createPgSchema();
+  const { schema, url } = await createPgSchema('ss_bench_e2e');
   try {
     const r = await runEngine(topic, n, dir, { SINK: url }, { rows });
     const stored = await pgTableStats(schema, TABLES.statistics);
