@@ -33,7 +33,8 @@ export function writeBenchmarksDoc(inp: ReportInputs): string {
     '- Tables give min / median / mean / max / standard deviation of records/s and the largest peak RSS over the measured runs.',
     '- Scenarios 5 and 6 need the Kafka broker (`bash scripts/kafka.sh start`; `KAFKA_BROKERS` overrides 127.0.0.1:9092), scenario 4b PostgreSQL ' +
       '(`STREAMSTATS_BENCH_PG` overrides postgres://postgres@127.0.0.1:5432/test); each creates its own topics, groups or schema and deletes them at the end. ' +
-      'Scenario 5 times every variant on the runner\'s clock (spawn, first message, last message); scenario 6 is a load test at fixed rates, one run per rate, not a comparison.',
+      'Scenario 5 also needs PostgreSQL (the same URL) for its PostgreSQL-sink variant, and Java 17 + Maven for its Kafka Streams peer (`bench/kstreams`, built once by `bash scripts/kstreams.sh build` into `.cache/kstreams` from Maven Central). ' +
+      'Scenario 5 times every variant on the runner\'s clock (spawn, first message, last message, last row out); scenario 6 is a load test at fixed rates, one run per rate, not a comparison.',
     '',
   ];
   const hasQuery = results.some((r) => r.scenario === 'query');

@@ -4,6 +4,14 @@
 //   (a) a bare kafkajs consumer (counts messages, resolves offsets): the client library's ceiling;
 //   (b) a naive kafkajs consumer: JSON.parse + a Map of (series, 60 s window) -> count/sum/min/max;
 //   (c) streamstats (SOURCE=kafka, defaults otherwise): done when /metrics shows N records applied.
+// and, with a statistics sink that is not /dev/null, against the Kafka Streams peer (bench/kstreams):
+//   (d) streamstats SINK=kafka, (e) the same with EXACTLY_ONCE=true, (f) the peer at_least_once,
+//   (g) the peer exactly_once_v2, (h) streamstats SINK=postgres://... (a fresh schema per run);
+//   these are done when every row is in the output (the output topic's end, read_committed, stops
+//   at the expected rows; the PostgreSQL transactions are committed), and (c) is timed that way too.
+// After the N points, every partition gets one "flush" point an hour later in event time, so that
+// every workload window closes in both engines (the peer's suppress emits a window only once stream
+// time passes its end + grace) and the expected rows are known: one per (series, window).
 // Every run is timed on the parent's clock, from spawn to the last message processed, and from the
 // first message seen to the last (which leaves out the group join). The scenario also exports the
 // helpers that scenario 6 (sustained.ts) uses: broker checks, topics, an engine process with /metrics.
@@ -14,8 +22,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import kafkajs from 'kafkajs';
+import { parseConfig } from '../../src/config/index.js';
+import { TABLES } from '../../src/sinks/postgres/schema.js';
+import { generatePoints } from '../../src/sources/generator.js';
 import { PATHS, scratchDir } from '../lib/child.js';
+import { buildPeer, internalTopics, startPeer, type PeerGuarantee } from '../lib/kstreams.js';
 import { alternate, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
+import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd } from '../lib/outputs.js';
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
@@ -25,6 +38,13 @@ const PRODUCE = join(ROOT, 'dist', 'src', 'tools', 'produce.js');
 /** /metrics is polled this often while the engine runs: a scrape costs the engine well under 1 ms. */
 const POLL_MS = 50;
 const TARGETS = { ofBare: 0.9, ofNaive: 1.3 };
+/** Issue 10, item 5: streamstats against the Kafka Streams peer, and the sinks against /dev/null. */
+const SINK_TARGETS = { kafkaOfPeer: 2.5, eosOfPeerEos: 2, kafkaOfDevNull: 0.7, pgOfDevNull: 0.5 };
+/** An output is complete when its end reached the expected rows and has not moved for this long. */
+const SETTLE_MS = 1000;
+const PARTITIONS = 4;
+/** The flush points' series (one per partition), not part of the workload. */
+const FLUSH_NAME = 'streamstats.bench.flush';
 
 export const uid = (prefix: string): string => `${prefix}-${randomBytes(5).toString('hex')}`;
 
@@ -40,6 +60,21 @@ export async function requireBroker(): Promise<void> {
     await admin.listTopics();
   } catch (err) {
     throw new Error(`no Kafka broker at ${BROKERS} (${(err as Error).message}): start the local one with \`bash scripts/kafka.sh start\``);
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+/** Deletes our topics (and, for a Kafka Streams application id, its internal topics). */
+async function deleteTopics(topics: readonly string[], applicationId?: string): Promise<void> {
+  const admin = kafkaAdmin();
+  try {
+    await admin.connect();
+    const all = applicationId === undefined ? [] : internalTopics(await admin.listTopics(), applicationId);
+    const mine = [...topics, ...all];
+    if (mine.length > 0) await admin.deleteTopics({ topics: mine });
+  } catch {
+    // Best effort, as deleteTopic.
   } finally {
     await admin.disconnect().catch(() => {});
   }
@@ -92,6 +127,41 @@ async function loadTopic(topic: string, count: number, partitions: number): Prom
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`streamstats-produce exited with ${code}: ${err.slice(-1000)}`))));
   });
   return (performance.now() - t0) / 1000;
+}
+
+/**
+ * The workload streamstats-produce writes (seed 000 with the generator defaults and GEN_COUNT=count),
+ * replayed here: the number of (series, 60 s window) cells, i.e. the rows both engines must write,
+ * and the largest event time.
+ */
+function workloadCells(topic: string, count: number): { rows: number; maxTsMs: number } {
+  const gen = parseConfig({ SOURCE: 'kafka', KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: topic, GEN_COUNT: String(count) }).generator;
+  const cells = new Set<string>();
+  let maxTsMs = -Infinity;
+  for (const p of generatePoints(gen)) {
+    cells.add(`${p.name}|${p.host}|${Math.floor(p.timestamp / 60_000)}`);
+    if (p.timestamp > maxTsMs) maxTsMs = p.timestamp;
+  }
+  return { rows: cells.size, maxTsMs };
+}
+
+/** One Monasca point per partition at tsMs, in a series of its own: it closes every earlier window. */
+async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
+  const producer = new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING }).producer();
+  await producer.connect();
+  try {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: partitions }, (_, p) => ({
+        partition: p,
+        key: `${FLUSH_NAME}|${p}`,
+        value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${p}` }, timestamp: tsMs, value: 0 }, meta: { tenantId: 'bench', region: 'RegionOne' } }),
+      })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
 }
 
 /** Parses Prometheus text: metric name -> [{labels, value}]. */
@@ -173,18 +243,20 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface E2eRun {
-  /** Spawn to the last message processed. */
+  /** Spawn to the last message processed (sink variants: to the last row in the output). */
   readonly startToLast: number;
-  /** First message seen to the last. */
+  /** First message seen to the last (sink variants: to the last row in the output). */
   readonly firstToLast: number;
   readonly maxRssBytes: number;
+  /** Scenario-specific numbers for the sample. */
+  readonly extra?: Readonly<Record<string, number>>;
 }
 
 const toSample = (n: number, r: E2eRun): Sample => ({
   recordsPerSecond: n / r.firstToLast,
   elapsedSeconds: r.firstToLast,
   peakRssBytes: r.maxRssBytes,
-  extra: { startToLastSeconds: r.startToLast, firstToLastSeconds: r.firstToLast, recordsPerSecondFromStart: n / r.startToLast },
+  extra: { startToLastSeconds: r.startToLast, firstToLastSeconds: r.firstToLast, recordsPerSecondFromStart: n / r.startToLast, ...r.extra },
 });
 
 /** Variants (a) and (b): a bench child that prints "first" and "done" lines, timed as they arrive. */
@@ -217,34 +289,158 @@ function runConsumer(kind: ConsumeVariant, topic: string, n: number, nodeFlags: 
   });
 }
 
-/** Variant (c): streamstats, done when streamstats_records_total{result="ok"} reaches N. */
-async function runEngine(topic: string, n: number, dir: string): Promise<E2eRun & { threads: number; rows: number }> {
-  const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null' }, dir);
+/** Where a streamstats run's rows go and how the run knows they are all there. */
+interface EngineOutput {
+  /** Rows the run must write: every (series, window) of the workload. */
+  readonly rows: number;
+  /** Observe this output topic's end (the same observer as the peer's); else windows_emitted_total. */
+  readonly topic?: string;
+}
+
+/**
+ * Variants (c), (d), (e), (h): streamstats. "last" is when streamstats_records_total{result="ok"}
+ * reaches N; "rows out" is when every expected row is in the output: the output topic's end settled
+ * at the expected rows or more, or (file and PostgreSQL sinks) streamstats_windows_emitted_total, which
+ * counts rows after the sink's write resolved (for PostgreSQL: after the transaction committed).
+ */
+async function runEngine(
+  topic: string,
+  n: number,
+  dir: string,
+  vars: Readonly<Record<string, string>>,
+  output: EngineOutput,
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number }> {
+  const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
+  const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
+    await admin?.connect();
+    const end = admin === null ? null : new TopicEnd(admin, output.topic!);
     await e.port;
     let first = NaN;
     let last = NaN;
+    let rowsAt = NaN;
     let threads = NaN;
-    const deadline = performance.now() + 600_000;
+    const deadline = performance.now() + 900_000;
     for (;;) {
       const ms = await e.scrape();
       const now = performance.now();
       if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) first = now;
-      if (metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n) {
+      if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n) {
         last = now;
         threads = metricSum(ms, 'streamstats_pool_threads');
-        break;
       }
-      if (now > deadline) throw new Error(`streamstats did not apply ${n} records within 600 s`);
+      if (Number.isNaN(rowsAt)) {
+        if (end !== null) {
+          await end.sample();
+          if (end.settled(output.rows, SETTLE_MS)) rowsAt = end.since;
+        } else if (metricSum(ms, 'streamstats_windows_emitted_total') >= output.rows) rowsAt = now;
+      }
+      if (!Number.isNaN(last) && !Number.isNaN(rowsAt)) break;
+      if (now > deadline) throw new Error(`streamstats did not apply ${n} records and write ${output.rows} rows within 900 s (${JSON.stringify(vars)})`);
       if (e.child.exitCode !== null) throw new Error('streamstats exited before applying every record');
       await sleep(POLL_MS);
     }
     const rows = metricSum(await e.scrape(), 'streamstats_windows_emitted_total');
     const s = await e.stop();
     if (s.code !== 0) throw new Error(`streamstats exited with ${s.code} after SIGTERM:\n${s.stderrTail}`);
-    return { startToLast: (last - e.spawnedAt) / 1000, firstToLast: (last - first) / 1000, maxRssBytes: s.maxRssBytes, threads, rows };
+    return {
+      startToLast: (last - e.spawnedAt) / 1000,
+      firstToLast: (last - first) / 1000,
+      maxRssBytes: s.maxRssBytes,
+      threads,
+      rows,
+      startToRows: (rowsAt - e.spawnedAt) / 1000,
+      firstToRows: (rowsAt - first) / 1000,
+      outputEnd: end?.value ?? rows,
+    };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
+    await admin?.disconnect().catch(() => {});
+  }
+}
+
+/** A streamstats sink variant as a sample: "last" is the last row out. */
+function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: Readonly<Record<string, number>> = {}): Sample {
+  return toSample(n, {
+    startToLast: r.startToRows,
+    firstToLast: r.firstToRows,
+    maxRssBytes: r.maxRssBytes,
+    extra: { firstToRowsSeconds: r.firstToRows, recordsAppliedSeconds: r.firstToLast, outputEnd: r.outputEnd, ...extra },
+  });
+}
+
+/** Variant (d)/(e): streamstats to a fresh output topic (deleted after the run). */
+async function runEngineToKafka(topic: string, n: number, dir: string, rows: number, exactlyOnce: boolean): Promise<Sample> {
+  const out = uid('ss-bench-out');
+  await createTopic(out, PARTITIONS);
+  try {
+    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}) }, { rows, topic: out });
+    return sinkSample(n, r);
+  } finally {
+    await deleteTopics([out]);
+  }
+}
+
+/** Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored row. */
+async function runEngineToPostgres(topic: string, n: number, dir: string, rows: number): Promise<Sample> {
+  const { schema, url } = await createPgSchema('ss_bench_e2e');
+  try {
+    const r = await runEngine(topic, n, dir, { SINK: url }, { rows });
+    const stored = await pgTableStats(schema, TABLES.statistics);
+    if (stored.rows < rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${rows}`);
+    return sinkSample(n, r, { storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows });
+  } finally {
+    await dropPgSchema(schema);
+  }
+}
+
+/**
+ * Variants (f)/(g): the Kafka Streams peer (fresh application id, state dir, output topic; all removed
+ * after the run). "first" is its RUNNING state (group joined, tasks assigned, nothing restored: the
+ * first fetch follows), "last" is the output topic's end settling at the expected rows or more, read
+ * by the same observer as (d)/(e).
+ */
+async function runPeer(topic: string, n: number, rows: number, guarantee: PeerGuarantee): Promise<Sample> {
+  const out = uid('ss-bench-out');
+  const applicationId = uid('ss-bench-ks');
+  const stateDir = mkdtempSync(join(tmpdir(), 'streamstats-bench-kstreams-'));
+  await createTopic(out, PARTITIONS);
+  const admin = kafkaAdmin();
+  const peer = startPeer({ brokers: BROKERS, inputTopic: topic, outputTopic: out, applicationId, guarantee, stateDir });
+  try {
+    await admin.connect();
+    const end = new TopicEnd(admin, out);
+    let timer: NodeJS.Timeout | undefined;
+    const first = await Promise.race([
+      peer.running,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`kstreams peer (${guarantee}) not RUNNING after 180 s`)), 180_000))),
+    ]).finally(() => clearTimeout(timer));
+    const deadline = performance.now() + 900_000;
+    for (;;) {
+      await end.sample();
+      if (end.settled(rows, SETTLE_MS)) break;
+      if (performance.now() > deadline) throw new Error(`kstreams peer (${guarantee}) did not write ${rows} rows within 900 s (${end.value} so far)`);
+      if (peer.child.exitCode !== null) throw new Error(`kstreams peer (${guarantee}) exited early:\n${(await peer.stop()).stderrTail}`);
+      await sleep(POLL_MS);
+    }
+    const last = end.since;
+    const s = await peer.stop();
+    if (s.code !== 0 || s.stopped === null) throw new Error(`kstreams peer (${guarantee}) exited with ${s.code} after SIGTERM:\n${s.stderrTail}`);
+    if (s.stopped.droppedRecords > 0 || s.stopped.rejected > 0) {
+      throw new Error(`kstreams peer (${guarantee}) dropped ${s.stopped.droppedRecords} and rejected ${s.stopped.rejected} records: the rows would differ from streamstats'`);
+    }
+    return toSample(n, {
+      startToLast: (last - peer.spawnedAt) / 1000,
+      firstToLast: (last - first) / 1000,
+      maxRssBytes: s.maxRssBytes,
+      extra: { firstToRowsSeconds: (last - first) / 1000, outputEnd: end.value, peerRows: s.stopped.rows },
+    });
+  } finally {
+    peer.kill();
+    await peer.exited;
+    await admin.disconnect().catch(() => {});
+    rmSync(stateDir, { recursive: true, force: true });
+    await deleteTopics([out], applicationId);
   }
 }
 
@@ -324,31 +520,39 @@ function e2eTable(results: readonly VariantResult[], n: number): string {
 }
 
 /** Per-round ratios (runs were alternated, so round i of each variant ran side by side). */
-function roundRatios(a: VariantResult, b: VariantResult, key: 'firstToLastSeconds' | 'startToLastSeconds'): Summary {
+function roundRatios(a: VariantResult, b: VariantResult, key: 'firstToLastSeconds' | 'startToLastSeconds' | 'firstToRowsSeconds'): Summary {
   return summarize(a.samples.map((s, i) => (b.samples[i]!.extra![key]! / s.extra![key]!)));
 }
 
 export const kafkaE2eScenario: Scenario = {
   id: 'kafka-e2e',
   order: 5,
-  title: 'Scenario 5: Kafka end to end (local broker), against plain kafkajs consumers',
+  title: 'Scenario 5: Kafka end to end (local broker), against plain kafkajs consumers and a Kafka Streams peer',
   async run(ctx) {
-    const n = 1_000_000;
-    const partitions = 4;
-    // Quick mode: 1 warm-up + 3 measured rounds (each round is 3 consumer processes of 1 M messages).
+    const n = messagesOf(process.env.STREAMSTATS_BENCH_E2E_MESSAGES);
+    const partitions = PARTITIONS;
+    // Quick mode: 1 warm-up + 3 measured rounds (each round is 8 processes reading 1 M messages).
     const protocol = ctx.mode === 'quick' ? { warmup: 1, runs: Math.min(3, ctx.protocol.runs) } : ctx.protocol;
     await requireBroker();
+    const pgDown = await pgProblem();
+    if (pgDown !== null) throw new Error(`no PostgreSQL at ${PG_URL} (${pgDown}): variant (h) needs it (STREAMSTATS_BENCH_PG overrides the URL)`);
+    ctx.log('  kafka-e2e: building the Kafka Streams peer (scripts/kstreams.sh build; cached in .cache/kstreams)');
+    buildPeer();
     const topic = uid('ss-bench-e2e');
     const scratch = scratchDir('kafka-e2e');
     const profDir = mkdtempSync(join(tmpdir(), 'streamstats-bench-prof-'));
     let threads = NaN;
     let rows = NaN;
     try {
-      ctx.log(`  kafka-e2e: loading ${fmt.int(n)} messages into ${topic} (${partitions} partitions) with streamstats-produce`);
+      ctx.log(`  kafka-e2e: loading ${fmt.int(n)} messages into ${topic} (${partitions} partitions) with streamstats-produce, + ${partitions} flush points`);
       const loadSeconds = await loadTopic(topic, n, partitions);
+      const workload = workloadCells(topic, n);
+      const flushMs = workload.maxTsMs + 3_600_000;
+      await appendFlushPoints(topic, partitions, flushMs);
       const stored = await messagesIn(topic);
-      if (stored !== n) throw new Error(`kafka-e2e: topic ${topic} holds ${stored} messages, expected ${n}`);
-      ctx.log(`  kafka-e2e: loaded in ${fmt.secs(loadSeconds)} s`);
+      if (stored !== n + partitions) throw new Error(`kafka-e2e: topic ${topic} holds ${stored} messages, expected ${n} + ${partitions}`);
+      const expectedRows = workload.rows;
+      ctx.log(`  kafka-e2e: loaded in ${fmt.secs(loadSeconds)} s; every run must write ${fmt.int(expectedRows)} rows`);
       const variants: Variant[] = [
         { id: 'bare', label: '(a) bare kafkajs consumer (count + resolveOffset)', config: { consumer: 'kafkajs eachBatch, autoCommit off' }, run: async () => toSample(n, await runConsumer('bare', topic, n)) },
         { id: 'naive', label: '(b) naive kafkajs consumer (JSON.parse + Map aggregate)', config: { consumer: 'kafkajs eachBatch + JSON.parse + Map' }, run: async () => toSample(n, await runConsumer('naive', topic, n)) },
@@ -357,18 +561,67 @@ export const kafkaE2eScenario: Scenario = {
           label: '(c) streamstats (SOURCE=kafka, defaults)',
           config: { SOURCE: 'kafka', SINK: 'file:/dev/null', KAFKA_GROUP_ID: 'fresh per run' },
           run: async () => {
-            const r = await runEngine(topic, n, scratch.dir);
+            const r = await runEngine(topic, n, scratch.dir, {}, { rows: expectedRows });
             threads = r.threads;
             rows = r.rows;
-            return toSample(n, r);
+            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows } });
           },
+        },
+        {
+          id: 'ss-kafka',
+          label: '(d) streamstats SINK=kafka (at least once)',
+          config: { SOURCE: 'kafka', SINK: 'kafka', OUTPUT_TOPIC: 'fresh per run', KAFKA_GROUP_ID: 'fresh per run' },
+          run: () => runEngineToKafka(topic, n, scratch.dir, expectedRows, false),
+        },
+        {
+          id: 'ss-kafka-eos',
+          label: '(e) streamstats SINK=kafka EXACTLY_ONCE=true',
+          config: { SOURCE: 'kafka', SINK: 'kafka', EXACTLY_ONCE: 'true', OUTPUT_TOPIC: 'fresh per run', KAFKA_GROUP_ID: 'fresh per run' },
+          run: () => runEngineToKafka(topic, n, scratch.dir, expectedRows, true),
+        },
+        {
+          id: 'peer',
+          label: '(f) Kafka Streams peer, at_least_once',
+          config: { app: 'bench/kstreams (kafka-streams 3.9.1)', PROCESSING_GUARANTEE: 'at_least_once', STREAM_THREADS: 2, COMMIT_INTERVAL_MS: 1000 },
+          run: () => runPeer(topic, n, expectedRows, 'at_least_once'),
+        },
+        {
+          id: 'peer-eos',
+          label: '(g) Kafka Streams peer, exactly_once_v2',
+          config: { app: 'bench/kstreams (kafka-streams 3.9.1)', PROCESSING_GUARANTEE: 'exactly_once_v2', STREAM_THREADS: 2, COMMIT_INTERVAL_MS: 100 },
+          run: () => runPeer(topic, n, expectedRows, 'exactly_once_v2'),
+        },
+        {
+          id: 'ss-postgres',
+          label: '(h) streamstats SINK=postgres://...',
+          config: { SOURCE: 'kafka', SINK: 'postgres://<STREAMSTATS_BENCH_PG>?options=-c search_path=<fresh schema>', KAFKA_GROUP_ID: 'fresh per run' },
+          run: () => runEngineToPostgres(topic, n, scratch.dir, expectedRows),
         },
       ];
       const results = await alternate('kafka-e2e', variants, protocol, ctx.log);
-      const group = { id: 'kafka-e2e', title: 'Kafka end to end', variants: results, baseline: 'bare' };
+      const byId = (id: string): VariantResult => {
+        const v = results.find((r) => r.id === id);
+        if (v === undefined) throw new Error(`no variant ${id}`);
+        return v;
+      };
+      const group = { id: 'kafka-e2e', title: 'Kafka end to end', variants: ['bare', 'naive', 'streamstats'].map(byId), baseline: 'bare' };
       const bare = variant(group, 'bare');
       const naive = variant(group, 'naive');
       const ss = variant(group, 'streamstats');
+      // (c) again, timed to its last row out like the sink variants, as the sinks' baseline.
+      const devNull: VariantResult = {
+        ...ss,
+        id: 'streamstats-rows',
+        label: '(c) streamstats SINK=file:/dev/null, to the last row',
+        recordsPerSecond: summarize(ss.samples.map((x) => n / x.extra!.firstToRowsSeconds!)),
+        elapsedSeconds: ss.extra.firstToRowsSeconds!,
+      };
+      const sinks = { id: 'kafka-e2e-sinks', title: 'Kafka in -> statistics out: streamstats sinks and the Kafka Streams peer', variants: [devNull, ...['ss-kafka', 'ss-kafka-eos', 'peer', 'peer-eos', 'ss-postgres'].map(byId)], baseline: 'streamstats-rows' };
+      const ssKafka = variant(sinks, 'ss-kafka');
+      const ssEos = variant(sinks, 'ss-kafka-eos');
+      const peer = variant(sinks, 'peer');
+      const peerEos = variant(sinks, 'peer-eos');
+      const ssPg = variant(sinks, 'ss-postgres');
 
       ctx.log('  kafka-e2e: CPU profile of (a), one more run with node --cpu-prof');
       await runConsumer('bare', topic, n, ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
@@ -386,14 +639,38 @@ export const kafkaE2eScenario: Scenario = {
       const rNaiveStart = med(naive, 'startToLastSeconds') / med(ss, 'startToLastSeconds');
       const verdict = (x: number, t: number): string => (x >= t ? `met (>= ${t})` : `**not met** (target >= ${t})`);
       const spread = (s: Summary): string => `per-round ${fmt.ratio(s.min)}-${fmt.ratio(s.max)}`;
+      // Sink ratios: records/s to the last row out, first message (peer: RUNNING) -> last row.
+      const rows_ = (a: VariantResult, b: VariantResult): { ratio: number; rounds: Summary } => ({
+        ratio: med(b, 'firstToRowsSeconds') / med(a, 'firstToRowsSeconds'),
+        rounds: roundRatios(a, b, 'firstToRowsSeconds'),
+      });
+      const kOfPeer = rows_(ssKafka, peer);
+      const eOfPeerEos = rows_(ssEos, peerEos);
+      const kOfNull = rows_(ssKafka, ss);
+      const pgOfNull = rows_(ssPg, ss);
+      const eOfK = rows_(ssEos, ssKafka);
+      const peerEosOfPeer = rows_(peerEos, peer);
+      const bytesPerRow = ssPg.extra.bytesPerRow!.median;
+      const storedRows = ssPg.extra.storedRows!.median;
+
+      const sinkRow = (r: VariantResult): string => {
+        const fr = r.extra.firstToRowsSeconds!;
+        const sl = r.extra.startToLastSeconds!;
+        const start = r === devNull ? r.extra.startToRowsSeconds! : sl;
+        return `| ${r.label} | ${fmt.int(n / fr.median)} | ${fmt.int(n / fr.max)}-${fmt.int(n / fr.min)} | ${fmt.secs(fr.median)} (${fmt.secs(fr.min)}-${fmt.secs(fr.max)}) | ` +
+          `${fmt.int(n / start.median)} | ${fmt.secs(start.median)} | ${fmt.mib(r.peakRssBytes.max)} |`;
+      };
+      const ratioRow = (name: string, x: { ratio: number; rounds: Summary }, target?: number): string =>
+        `| ${name} | ${fmt.ratio(x.ratio)} | ${spread(x.rounds)} | ${target === undefined ? '' : verdict(x.ratio, target)} |`;
 
       const lines = [
         `## ${this.title}`,
         '',
         `A topic of ${fmt.int(n)} seed-000 Monasca points (1000 names x 4 hosts, ${partitions} partitions, keyed by series, no compression), loaded once for the run with ` +
-          `\`KAFKA_TOPICS=<random> GEN_COUNT=${n} PRODUCE_PARTITIONS=${partitions} node dist/src/tools/produce.js\` (${fmt.secs(loadSeconds)} s) and deleted at the end. ` +
-          'Every run is a fresh child process with a fresh consumer group reading from the beginning, on the local single-node broker (same machine: the broker shares the 2 CPUs). ' +
-          `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, the three variants alternated (a b c a b c ...)${ctx.mode === 'quick' ? ' (quick mode: 3 rounds instead of 5, to keep the run short)' : ''}.`,
+          `\`KAFKA_TOPICS=<random> GEN_COUNT=${n} PRODUCE_PARTITIONS=${partitions} node dist/src/tools/produce.js\` (${fmt.secs(loadSeconds)} s) and deleted at the end, ` +
+          `followed by one flush point per partition an hour later in event time (below). ` +
+          'Every run is a fresh child process with a fresh consumer group reading from the beginning, on the local single-node broker (same machine: the broker, and PostgreSQL for (h), share the 2 CPUs). ' +
+          `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, the eight variants alternated (a b c d e f g h a b ...)${ctx.mode === 'quick' ? ' (quick mode: 3 rounds instead of 5, to keep the run short)' : ''}.`,
         '',
         '- (a) `bench/child/kafka-consume.ts bare`: kafkajs `eachBatch`, counts the messages and resolves the batch\'s last offset, autoCommit off. The client library\'s ceiling on this machine.',
         '- (b) `bench/child/kafka-consume.ts naive`: the same, plus `JSON.parse` of every value and a `Map` of (name + sorted dimensions, 60 s window) -> count/sum/min/max on the main thread.',
@@ -403,7 +680,7 @@ export const kafkaE2eScenario: Scenario = {
         '- The baselines use the engine\'s fetch settings (maxWaitTimeInMs 500, maxBytesPerPartition 1 MiB, one partition at a time). ' +
           '*first->last* starts at the first message seen (the first "first" line, or the first non-zero `streamstats_messages_total`), so it leaves out process start-up and the group join; *start->last* starts at spawn.',
         '',
-        e2eTable(results, n),
+        e2eTable(group.variants, n),
         '',
         '| ratio (records/s) | ratio of medians, first->last | spread | ratio of medians, start->last | spread | target |',
         '|---|---:|---:|---:|---:|---|',
@@ -412,6 +689,39 @@ export const kafkaE2eScenario: Scenario = {
         `| (b) / (a) naive / bare | ${fmt.ratio(med(bare, 'firstToLastSeconds') / med(naive, 'firstToLastSeconds'))} | | ${fmt.ratio(med(bare, 'startToLastSeconds') / med(naive, 'startToLastSeconds'))} | | |`,
         '',
         'Per-round ratios divide the times of the same round, whose runs were adjacent; the targets are judged on the ratio of medians, first->last.',
+        '',
+        '### Kafka in -> statistics out: the sinks, and a Kafka Streams peer',
+        '',
+        `Every run must write all ${fmt.int(expectedRows)} rows of the workload, one per (series, 60 s window) (counted from the generator). ` +
+          'Kafka Streams\' suppress emits a window only once stream time passes its end + grace, and streamstats\' watermark closes windows the same way, ' +
+          `so the ${partitions} flush points (series \`${FLUSH_NAME}\`, one per partition, an hour after the workload in event time) close every workload window in both; their own windows stay open. ` +
+          'A run is timed from its first message (the peer: its RUNNING state, when its tasks are assigned and the first fetch follows) to its last row out:',
+        '',
+        '- (c) as above, to the last row handed to the sink: `streamstats_windows_emitted_total` (counted after the sink\'s write resolved) reaches the expected rows.',
+        '- (d) `SINK=kafka OUTPUT_TOPIC=<fresh, 4 partitions>`, (e) the same with `EXACTLY_ONCE=true`; other variables at their defaults.',
+        '- (f)/(g) `bench/kstreams` (`scripts/kstreams.sh run`): Kafka Streams 3.9.1, input keyed by series as produced (so no repartition topic: stream time is per input partition, like streamstats\' watermark), ' +
+          'a 60 s tumbling window with 5 s grace (= `ALLOWED_LATENESS_SECONDS`), count/sum/min/max/sum of squares/first and last event time per streamstats series key, ' +
+          '`suppress(untilWindowCloses(unbounded()))`, one JSON row per closed window with streamstats\' row fields and message key; 2 stream threads, RocksDB window store (default), ' +
+          'record cache 10 MiB (default), JSON parsed once with Jackson in the value deserializer, event time from the parsed value. ' +
+          '`commit.interval.ms` is 1000 at least once (the cache forwards window updates to suppress at commit, so Kafka Streams\' 30 s default would hold the last rows back up to 30 s) and 100 (the default) for exactly_once_v2. JVM `-Xms256m -Xmx1g`.',
+        `- (d)-(g) are done when the output topic's end offsets (listed read_committed: for transactions, the last stable offset, which also counts one commit marker per partition and transaction) reach the expected rows and then do not move for ${SETTLE_MS} ms; the time is that of the first sample (every ${POLL_MS} ms) that saw the final value.`,
+        `- (h) \`SINK=postgres://...?options=-c search_path=<fresh schema>\` (a new schema per run, dropped after): done when \`streamstats_windows_emitted_total\` reaches the expected rows (rows and positions commit in one transaction per emission). ` +
+          `Then \`count(*)\` and \`pg_total_relation_size\` of \`${TABLES.statistics}\` (heap, indexes, TOAST): **${fmt.int(bytesPerRow)} bytes per stored row** (median; ${fmt.int(storedRows)} rows).`,
+        '',
+        '| variant | records/s, first->last row (median) | range | first->last row s, median (min-max) | records/s, start->last row (median) | start->last row s, median | peak RSS MiB (max) |',
+        '|---|---:|---:|---:|---:|---:|---:|',
+        ...sinks.variants.map(sinkRow),
+        '',
+        '| ratio (records/s to the last row) | ratio of medians | spread | target (issue 10) |',
+        '|---|---:|---:|---|',
+        ratioRow('(d) / (f) streamstats Kafka->Kafka / peer at_least_once', kOfPeer, SINK_TARGETS.kafkaOfPeer),
+        ratioRow('(e) / (g) streamstats EXACTLY_ONCE / peer exactly_once_v2', eOfPeerEos, SINK_TARGETS.eosOfPeerEos),
+        ratioRow('(d) / (c) Kafka->Kafka / Kafka->/dev/null', kOfNull, SINK_TARGETS.kafkaOfDevNull),
+        ratioRow('(h) / (c) Kafka->PostgreSQL / Kafka->/dev/null', pgOfNull, SINK_TARGETS.pgOfDevNull),
+        ratioRow('(e) / (d) streamstats exactly once / at least once', eOfK),
+        ratioRow('(g) / (f) peer exactly_once_v2 / at_least_once', peerEosOfPeer),
+        '',
+        'The peer\'s rows equal streamstats\' (same keys, counts, min, max, sums and stddev within 1e-9 relative): `test/integration/kstreams-peer.test.ts` checks it on 20,000 points for both guarantees.',
         '',
       ];
       if (prof !== null) {
@@ -428,13 +738,29 @@ export const kafkaE2eScenario: Scenario = {
         );
       }
       return {
-        config: { topic: 'random, deleted after', messages: n, partitions, brokers: BROKERS, pollMs: POLL_MS, loadSeconds, workerThreads: threads, 'protocol.warmup': protocol.warmup, 'protocol.runs': protocol.runs },
-        groups: [group],
+        config: {
+          topic: 'random, deleted after',
+          messages: n,
+          flushPoints: partitions,
+          expectedRows,
+          partitions,
+          brokers: BROKERS,
+          pollMs: POLL_MS,
+          settleMs: SETTLE_MS,
+          loadSeconds,
+          workerThreads: threads,
+          'protocol.warmup': protocol.warmup,
+          'protocol.runs': protocol.runs,
+        },
+        groups: [group, sinks],
         markdown: lines.join('\n'),
         headline: [
           `kafka-e2e ${fmt.int(n)}: bare ${fmt.int(bare.recordsPerSecond.median)} rec/s, naive ${fmt.int(naive.recordsPerSecond.median)} rec/s, streamstats ${fmt.int(ss.recordsPerSecond.median)} rec/s (first->last); ` +
             `(c)/(a) ${fmt.ratio(rBare)} [${fmt.ratio(ofBare.min)}-${fmt.ratio(ofBare.max)}], (c)/(b) ${fmt.ratio(rNaive)} [${fmt.ratio(ofNaive.min)}-${fmt.ratio(ofNaive.max)}]; ` +
             `start->last (c)/(a) ${fmt.ratio(rBareStart)}, (c)/(b) ${fmt.ratio(rNaiveStart)}`,
+          `kafka-e2e sinks (to the last row): /dev/null ${fmt.int(devNull.recordsPerSecond.median)}, Kafka ${fmt.int(ssKafka.recordsPerSecond.median)}, EOS ${fmt.int(ssEos.recordsPerSecond.median)}, ` +
+            `PostgreSQL ${fmt.int(ssPg.recordsPerSecond.median)} (${fmt.int(bytesPerRow)} B/row), peer ${fmt.int(peer.recordsPerSecond.median)}, peer EOS ${fmt.int(peerEos.recordsPerSecond.median)} rec/s; ` +
+            `(d)/(f) ${fmt.ratio(kOfPeer.ratio)}, (e)/(g) ${fmt.ratio(eOfPeerEos.ratio)}, (d)/(c) ${fmt.ratio(kOfNull.ratio)}, (h)/(c) ${fmt.ratio(pgOfNull.ratio)}`,
         ],
       };
     } finally {
@@ -444,3 +770,11 @@ export const kafkaE2eScenario: Scenario = {
     }
   },
 };
+
+/** STREAMSTATS_BENCH_E2E_MESSAGES: a smaller topic while developing (default 1,000,000). */
+function messagesOf(text: string | undefined): number {
+  if (text === undefined || text === '') return 1_000_000;
+  const v = Number(text);
+  if (!Number.isInteger(v) || v < 8000) throw new RangeError(`STREAMSTATS_BENCH_E2E_MESSAGES (${text}) must be an integer >= 8000`);
+  return v;
+}
