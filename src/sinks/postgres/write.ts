@@ -1,0 +1,108 @@
+// The bulk statements of one emission, each inside the caller's transaction. The sink uses
+// insertCopy (COPY straight into the table) and falls back to upsertCopy when a row exists already
+// (a replay); bisection uses upsertUnnest on small slices. bench/scenarios/pg-sink.ts measures them
+// side by side.
+import type pg from 'pg';
+import type { StatsRow } from '../../windows/row.js';
+import { COPY_NULL, copyFrom, copyText } from './copy.js';
+import type { SeriesRef } from './identity.js';
+import { TABLES } from './schema.js';
+
+export interface PreparedRow {
+  /** Index in the batch. */
+  readonly index: number;
+  readonly row: StatsRow;
+  readonly series: SeriesRef;
+}
+
+const COLUMNS = 'series, period_start, duration_start, duration_end, count, sum, min, max, m2, partition, period, topic, unit, sketch';
+const KEY = 'series, period_start, partition, topic';
+const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration_end = EXCLUDED.duration_end, count = EXCLUDED.count,
+  sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit,
+  sketch = EXCLUDED.sketch, updated_at = now()`;
+
+const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) ON CONFLICT (id) DO NOTHING`;
+
+/** Inserts the rows' series not known to be stored. DO NOTHING: another writer may have stored them. */
+export async function insertSeries(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
+  const seen = new Set<string>();
+  const ids: string[] = [];
+  const names: string[] = [];
+  const groupbys: string[] = [];
+  for (const { series: s } of rows) {
+    if (s.stored || seen.has(s.id)) continue;
+    seen.add(s.id);
+    ids.push(s.id);
+    names.push(s.name);
+    groupbys.push(s.groupbyJson);
+  }
+  if (ids.length > 0) await client.query({ name: 'streamstats_insert_series', text: INSERT_SERIES, values: [ids, names, groupbys] });
+}
+
+/** The stored m2 (sum of squared deviations) from the row's population stddev. */
+function m2Of(r: StatsRow): number {
+  return r.stddev * r.stddev * r.count;
+}
+
+function sketchJson(r: StatsRow): string | null {
+  return r.sketch === undefined ? null : JSON.stringify(r.sketch);
+}
+
+/** The rows as COPY text: one line each, columns in COLUMNS order. */
+export function copyData(rows: readonly PreparedRow[]): Buffer {
+  let out = '';
+  for (const { row: r, series } of rows) {
+    const sketch = sketchJson(r);
+    out +=
+      `${series.id}\t${copyText(r.period_start)}\t${copyText(r.duration_start)}\t${copyText(r.duration_end)}\t` +
+      `${r.count}\t${r.sum}\t${r.min}\t${r.max}\t${m2Of(r)}\t${r.partition ?? -1}\t${r.period}\t${copyText(r.topic ?? '')}\t` +
+      `${r.unit === null ? COPY_NULL : copyText(r.unit)}\t${sketch === null ? COPY_NULL : copyText(sketch)}\n`;
+  }
+  return Buffer.from(out, 'utf8');
+}
+
+/** COPY straight into the table: the fast path for rows not stored yet; a stored one fails it with 23505. */
+export async function insertCopy(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
+  await copyFrom(client, `COPY ${TABLES.windows} (${COLUMNS}) FROM STDIN`, copyData(rows));
+}
+
+const STAGING = 'pg_temp.streamstats_staging';
+const staged = new WeakSet<pg.ClientBase>();
+
+/**
+ * Creates the connection's staging table (temporary, emptied at every commit) once; outside any
+ * transaction, so that a rolled-back batch cannot take it away.
+ */
+export async function ensureStaging(client: pg.ClientBase): Promise<void> {
+  if (staged.has(client)) return;
+  await client.query(`CREATE TEMP TABLE IF NOT EXISTS streamstats_staging (LIKE ${TABLES.windows} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`);
+  staged.add(client);
+}
+
+const UPSERT_STAGED = `INSERT INTO ${TABLES.windows} (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGING}
+ON CONFLICT (${KEY}) ${UPDATE}`;
+
+/** COPY into the staging table, then one upsert from it. At most once per transaction (staging empties at commit). */
+export async function upsertCopy(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
+  await copyFrom(client, `COPY ${STAGING} (${COLUMNS}) FROM STDIN`, copyData(rows));
+  await client.query(UPSERT_STAGED);
+}
+
+const UPSERT_UNNEST = `INSERT INTO ${TABLES.windows} (${COLUMNS})
+SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::int8[], $6::float8[], $7::float8[],
+  $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::jsonb[])
+ON CONFLICT (${KEY}) ${UPDATE}`;
+
+/** One upsert statement with the rows as arrays (what version 1 did for every emission). */
+export async function upsertUnnest(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
+  const cols: unknown[][] = Array.from({ length: 14 }, () => new Array(rows.length));
+  rows.forEach(({ row: r, series }, i) => {
+    const vals = [
+      series.id, r.period_start, r.duration_start, r.duration_end, r.count, r.sum, r.min, r.max, m2Of(r),
+      r.partition ?? -1, r.period, r.topic ?? '', r.unit, sketchJson(r),
+    ];
+    for (let c = 0; c < vals.length; c++) cols[c]![i] = vals[c];
+  });
+  await client.query({ name: 'streamstats_upsert_unnest', text: UPSERT_UNNEST, values: cols });
+}
