@@ -85,6 +85,13 @@ export class PostgresSink implements Sink {
     const rejected: RowRejection[] = [];
     const rows = this.#prepare(batch.rows, rejected);
     const client = await this.#connect(batch.rows.length);
+    // A checked-out client that loses its connection emits 'error' besides failing its query; without
+    // a listener that would be an uncaught exception instead of this write's rejection.
+    let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    client.on('error', onError);
     try {
       await ensureStaging(client);
       await client.query('BEGIN');
@@ -92,10 +99,13 @@ export class PostgresSink implements Sink {
       if (commit !== undefined) await this.#savePosition(client, commit);
       await client.query('COMMIT');
     } catch (err) {
+      broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
       throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
     } finally {
-      client.release();
+      client.off('error', onError);
+      // A client whose write failed is discarded, not pooled: its session state is not known.
+      client.release(broken);
     }
     const refused = new Set(rejected.map((r) => r.index));
     for (const r of rows) if (!refused.has(r.index)) r.series.stored = true;
