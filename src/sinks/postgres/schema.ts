@@ -90,13 +90,41 @@ export const MIGRATIONS: readonly string[] = [
       duration_end, updated_at, count, sum, min, max, m2, partition, round(period)::integer, topic, unit, sketch
     FROM streamstats_statistics;
   DROP TABLE streamstats_statistics;
+  -- Version 1's groupby_key (JSON.stringify of the sorted pairs) from the stored groupby. jsonb writes
+  -- strings with the escapes JSON.stringify uses; keys sort bytewise (JS sorts UTF-16 units: the same
+  -- order except for keys mixing characters above U+FFFF with U+E000..U+FFFF).
+  CREATE FUNCTION streamstats_groupby_key(g jsonb) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT '[' || coalesce(string_agg('[' || to_jsonb(key)::text || ',' || value::text || ']', ',' ORDER BY key COLLATE "C"), '') || ']'
+    FROM jsonb_each(g)
+  $fn$;
   CREATE VIEW streamstats_statistics AS
     SELECT s.name, s.groupby, w.topic, w.partition, w.period_start,
       w.period_start + make_interval(secs => w.period) AS period_end, w.period::double precision AS period, w.unit,
       w.count, w.sum, w.min, w.max, w.sum / w.count AS avg, w.m2, sqrt(w.m2 / w.count) AS stddev,
       w.duration_start, w.duration_end, date_part('epoch', w.duration_end - w.duration_start) AS duration,
-      w.sketch, w.updated_at, w.series
+      w.sketch, w.updated_at, w.series, streamstats_groupby_key(s.groupby) AS groupby_key
     FROM streamstats_windows w JOIN streamstats_series s ON s.id = w.series;
+  -- Writers of version 1's table (scripts, a backfill) keep working: an INSERT into the view stores
+  -- the series and upserts the window, ignoring the derived columns. Row by row: the sink never uses it.
+  CREATE FUNCTION streamstats_statistics_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  DECLARE
+    sid uuid := md5(convert_to(NEW.name, 'UTF8') || decode('00', 'hex')
+      || convert_to(coalesce(NEW.groupby_key, streamstats_groupby_key(NEW.groupby)), 'UTF8'))::uuid;
+  BEGIN
+    INSERT INTO streamstats_series (id, name, groupby) VALUES (sid, NEW.name, NEW.groupby) ON CONFLICT (id) DO NOTHING;
+    INSERT INTO streamstats_windows (series, period_start, duration_start, duration_end, count, sum, min, max, m2,
+        partition, period, topic, unit, sketch)
+      VALUES (sid, NEW.period_start, NEW.duration_start, NEW.duration_end, NEW.count, NEW.sum, NEW.min, NEW.max, NEW.m2,
+        coalesce(NEW.partition, -1), round(NEW.period)::integer, coalesce(NEW.topic, ''), NEW.unit, NEW.sketch)
+      ON CONFLICT (series, period_start, partition, topic) DO UPDATE SET duration_start = EXCLUDED.duration_start,
+        duration_end = EXCLUDED.duration_end, count = EXCLUDED.count, sum = EXCLUDED.sum, min = EXCLUDED.min,
+        max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit, sketch = EXCLUDED.sketch,
+        updated_at = now();
+    RETURN NEW;
+  END
+  $fn$;
+  CREATE TRIGGER streamstats_statistics_insert INSTEAD OF INSERT ON streamstats_statistics
+    FOR EACH ROW EXECUTE FUNCTION streamstats_statistics_insert();
   `,
 ];
 
