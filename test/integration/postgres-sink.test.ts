@@ -6,7 +6,8 @@ import net from 'node:net';
 import pg from 'pg';
 import t, { type Test } from 'tap';
 import { StreamstatsError } from '../../src/errors.js';
-import { groupbyKey } from '../../src/sinks/postgres/identity.js';
+import { groupbyKey, SeriesRefs } from '../../src/sinks/postgres/identity.js';
+import { ensureStaging, insertCopy, insertSeries, upsertCopy } from '../../src/sinks/postgres/write.js';
 import { MIGRATIONS } from '../../src/sinks/postgres/schema.js';
 import type { PostgresSink } from '../../src/sinks/postgres/sink.js';
 import type { SinkCommit } from '../../src/sinks/types.js';
@@ -108,10 +109,15 @@ t.test('rows and the commit point are stored; derived columns read back; a repla
   t.equal(got[0]!.period_end.toISOString(), rows[7]!.period_end, 'period_end = period_start + period');
   t.equal(got[0]!.duration, 30, 'duration from duration_start/end');
   t.same(got[0]!.sketch, rows[7]!.sketch, 'sketch stored');
+  // COPY's text format: tab, newline, CR and backslash in any text column survive the escaping.
+  const odd = row(60, { unit: 'a\tb\nc\rd\\e\\N', topic: '\\N', name: 'x\ty\\', groupby: { 'k\t': 'v\n\\' } });
+  t.same((await sink.write(batch([odd]))).rejected, []);
+  const back = await pool.query<{ name: string; unit: string; topic: string; groupby: unknown }>(`SELECT name, unit, topic, groupby FROM streamstats_statistics WHERE topic <> $1`, [TOPIC]);
+  t.same(back.rows, [{ name: odd.name, unit: odd.unit, topic: odd.topic, groupby: odd.groupby }], 'text with COPY escapes reads back unchanged');
   // A replay (restart from an older position) writes the same identities again, with newer values.
   const again = good(50).map((r) => ({ ...r, count: r.count + 100 }));
   t.same((await sink.write(batch(again), commitAt(200))).rejected, []);
-  const counts = await pool.query<{ n: string; c: string }>('SELECT count(*) AS n, min(count) AS c FROM streamstats_statistics');
+  const counts = await pool.query<{ n: string; c: string }>('SELECT count(*) AS n, min(count) AS c FROM streamstats_statistics WHERE topic = $1', [TOPIC]);
   t.equal(Number(counts.rows[0]!.n), 50, 'one row per identity after the replay');
   t.equal(Number(counts.rows[0]!.c), 102, 'the replayed values replaced the old ones');
   t.equal((await sink.readPositions(TOPIC, [PARTITION])).get(PARTITION)?.position, 200, 'the newer commit point');
@@ -281,4 +287,26 @@ t.test("an INSERT into the view (version 1's writers) stores the row under the i
   t.same((await sink.write(batch([{ ...r, count: 99 }]))).rejected, []);
   const got = await pool.query<{ n: string; c: string }>('SELECT count(*) AS n, max(count) AS c FROM streamstats_statistics');
   t.same(got.rows[0], { n: '1', c: '99' }, "the sink's write updated the inserted row");
+});
+
+t.test('COPY text format: insertCopy and upsertCopy store tab, newline, CR, backslash and \\N unchanged (no bisection behind them)', async (t) => {
+  const { url, pool } = await testSchema(t);
+  await openSink(t, url);
+  const refs = new SeriesRefs();
+  const odd = (i: number, unit: string): StatsRow => row(i, { unit, topic: '\\N', name: 'x\ty\\', groupby: { 'k\t': 'v\n\\' } });
+  const client = await pool.connect();
+  try {
+    await ensureStaging(client);
+    for (const [write, unit] of [[insertCopy, 'a\tb\nc\rd\\e\\N'], [upsertCopy, '\\\\t\r\n']] as const) {
+      const rows = [odd(1, unit)].map((r, index) => ({ index, row: r, series: refs.of(r.name, r.groupby) }));
+      await client.query('BEGIN');
+      await insertSeries(client, rows);
+      await write(client, rows);
+      await client.query('COMMIT');
+      const back = await pool.query<{ name: string; unit: string; topic: string; groupby: unknown }>('SELECT name, unit, topic, groupby FROM streamstats_statistics');
+      t.same(back.rows, [{ name: rows[0]!.row.name, unit, topic: '\\N', groupby: rows[0]!.row.groupby }], `${write.name}: reads back unchanged`);
+    }
+  } finally {
+    client.release();
+  }
 });
