@@ -3,8 +3,8 @@
 // window, each emission one window of every series) written each in one transaction with a commit
 // point, timed from the first BEGIN to the last COMMIT. Then the bytes of the tables per row.
 // Usage: node dist/bench/child/pg-write.js BASE_URL PATH BATCHES SKETCH(0|1)   -> one JSON line.
-//   PATH: v1-unnest (version 1's schema and statement, the baseline) | v2-unnest | v2-copy-upsert |
-//         v2-copy-insert | sink (PostgresSink.write) | sink-replay (the same emissions written twice,
+//   PATH: v1-unnest (version 1's schema and statement, the baseline) | v2-unnest | v2-copy-upsert(-text) |
+//         v2-copy-insert(-text) (COPY binary, or text) | sink (PostgresSink.write) | sink-replay (the same emissions written twice,
 //         the second time timed: every row exists)
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +16,7 @@ import { MIGRATIONS } from '../../src/sinks/postgres/schema.js';
 import { ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from '../../src/sinks/postgres/write.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
 
-export const PATHS = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert', 'v2-copy-insert', 'sink', 'sink-replay'] as const;
+export const PATHS = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert-text', 'v2-copy-upsert', 'v2-copy-insert-text', 'v2-copy-insert', 'sink', 'sink-replay'] as const;
 export type WritePath = (typeof PATHS)[number];
 
 export interface PgWriteResult {
@@ -149,13 +149,16 @@ async function main(): Promise<void> {
           await inTransaction(client, i, async () => void (await client.query(V1_UPSERT, v1Columns(b.rows))));
           break;
         case 'v2-unnest':
+        case 'v2-copy-upsert-text':
         case 'v2-copy-upsert':
+        case 'v2-copy-insert-text':
         case 'v2-copy-insert': {
           const rows = prepared(b);
-          const write = path === 'v2-unnest' ? upsertUnnest : path === 'v2-copy-upsert' ? upsertCopy : insertCopy;
+          const format = path.endsWith('-text') ? 'text' : 'binary';
+          const write = path === 'v2-unnest' ? upsertUnnest : path.startsWith('v2-copy-upsert') ? upsertCopy : insertCopy;
           await inTransaction(client, i, async () => {
             await insertSeries(client, rows);
-            await write(client, rows);
+            await write(client, rows, format);
           });
           markStored(rows);
           break;

@@ -17,8 +17,10 @@ const POINTS = 690_000;
 const LABELS: Readonly<Record<WritePath, string>> = {
   'v1-unnest': 'version 1: unnest upsert, wide rows (baseline)',
   'v2-unnest': 'version 2: unnest upsert',
-  'v2-copy-upsert': 'version 2: COPY to staging + upsert',
-  'v2-copy-insert': 'version 2: COPY into the table',
+  'v2-copy-upsert-text': 'version 2: COPY text to staging + upsert',
+  'v2-copy-upsert': 'version 2: COPY binary to staging + upsert',
+  'v2-copy-insert-text': 'version 2: COPY text into the table',
+  'v2-copy-insert': 'version 2: COPY binary into the table',
   sink: 'PostgresSink.write (COPY, upsert on a replay)',
   'sink-replay': 'PostgresSink.write, replay (every row exists)',
 };
@@ -58,7 +60,7 @@ export const pgSinkScenario: Scenario = {
   title: 'Scenario 4c: PostgreSQL sink write paths and the default workload into PostgreSQL',
   async run(ctx) {
     const batches = ctx.mode === 'quick' ? 30 : 87;
-    const paths: WritePath[] = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert', 'v2-copy-insert', 'sink', 'sink-replay'];
+    const paths: WritePath[] = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert-text', 'v2-copy-upsert', 'v2-copy-insert-text', 'v2-copy-insert', 'sink', 'sink-replay'];
     const plain = await alternate('pg-sink paths', paths.map((p) => pathVariant(p, batches, false)), ctx.protocol, ctx.log);
     const sketched = await alternate('pg-sink paths, sketches', (['v1-unnest', 'sink'] as const).map((p) => pathVariant(p, batches, true)), ctx.protocol, ctx.log);
     const scratch = scratchDir('pg-sink');

@@ -10,7 +10,7 @@ import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
-import { ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
+import { binaryProblem, ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
 import { redactUrl } from '../../config/redact.js';
 
 export { redactUrl };
@@ -124,7 +124,8 @@ export class PostgresSink implements Sink {
 
   /**
    * The rows worth sending, each with its series; the others go to `rejected`: text PostgreSQL cannot
-   * store, and a second row of the same identity in one batch (stored, it would be the same row:
+   * store, a value binary COPY cannot carry (a timestamp that does not parse, a count that is not an
+   * integer), and a second row of the same identity in one batch (stored, it would be the same row:
    * ON CONFLICT DO UPDATE refuses that with 21000, and row by row the later would overwrite the first).
    */
   #prepare(batch: readonly StatsRow[], rejected: RowRejection[]): PreparedRow[] {
@@ -133,7 +134,7 @@ export class PostgresSink implements Sink {
     for (let index = 0; index < batch.length; index++) {
       const row = batch[index]!;
       const series = this.#series.of(row.name, row.groupby);
-      const problem = series.problem ?? textProblem('unit', row.unit ?? '') ?? textProblem('topic', row.topic ?? '');
+      const problem = series.problem ?? textProblem('unit', row.unit ?? '') ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
       if (problem !== null) {
         rejected.push({ index, detail: `postgres: not sent: ${problem}` });
         continue;
@@ -154,7 +155,7 @@ export class PostgresSink implements Sink {
   }
 
   /**
-   * The whole batch by COPY; when a row is stored already (a replay after a restart), by COPY into
+   * The whole batch by binary COPY; when a row is stored already (a replay after a restart), by COPY into
    * staging and one upsert. A row-level error rolls back to the savepoint and the rows are bisected:
    * log2(n) statements per bad row, all in the same transaction as the commit point.
    */

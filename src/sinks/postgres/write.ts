@@ -4,7 +4,7 @@
 // side by side.
 import type pg from 'pg';
 import type { StatsRow } from '../../windows/row.js';
-import { COPY_NULL, copyFrom, copyText } from './copy.js';
+import { BinaryCopyWriter, COPY_NULL, copyFrom, copyText } from './copy.js';
 import type { SeriesRef } from './identity.js';
 import { TABLES } from './schema.js';
 
@@ -62,9 +62,67 @@ export function copyData(rows: readonly PreparedRow[]): Buffer {
   return Buffer.from(out, 'utf8');
 }
 
+/** How rows travel in a COPY: binary (the default: no parsing on the server) or text. */
+export type CopyFormat = 'binary' | 'text';
+
+const FORMAT_OPTION: Readonly<Record<CopyFormat, string>> = { binary: ' WITH (FORMAT binary)', text: '' };
+
+/** ms since the epoch of an ISO timestamp; the emission's rows share period_start, so the last is kept. */
+let lastIso = '';
+let lastMs = NaN;
+function msOf(iso: string): number {
+  if (iso !== lastIso) {
+    lastIso = iso;
+    lastMs = Date.parse(iso);
+  }
+  return lastMs;
+}
+
+/**
+ * Why a row cannot go into a binary COPY as it is (binary input has no parser to refuse it later),
+ * or null. Rows the server refuses for reasons of its own still fail the statement (bisection).
+ */
+export function binaryProblem(r: StatsRow): string | null {
+  for (const [what, v] of [['period_start', r.period_start], ['duration_start', r.duration_start], ['duration_end', r.duration_end]] as const) {
+    if (!Number.isFinite(Date.parse(v))) return `${what} ${JSON.stringify(String(v).slice(0, 40))} is not an ISO 8601 timestamp`;
+  }
+  if (!Number.isSafeInteger(r.count) || r.count < 0) return `count ${r.count} is not a whole number of points`;
+  if (!Number.isInteger(r.period) || r.period < 1 || r.period > 2 ** 31 - 1) return `period ${r.period} is not a whole number of seconds (1 .. 2^31-1)`;
+  const p = r.partition ?? -1;
+  if (!Number.isInteger(p) || p < -1 || p > 2 ** 31 - 1) return `partition ${p} is not a partition number`;
+  return null;
+}
+
+/** The rows as binary COPY data, columns in COLUMNS order. Rows must pass binaryProblem(). */
+export function copyDataBinary(rows: readonly PreparedRow[]): Buffer {
+  const w = new BinaryCopyWriter(rows.length * 200);
+  for (const { row: r, series } of rows) {
+    w.row(14);
+    w.uuid(series.id);
+    w.timestamp(msOf(r.period_start));
+    w.timestamp(Date.parse(r.duration_start));
+    w.timestamp(Date.parse(r.duration_end));
+    w.int8(r.count);
+    w.float8(r.sum);
+    w.float8(r.min);
+    w.float8(r.max);
+    w.float8(m2Of(r));
+    w.int4(r.partition ?? -1);
+    w.int4(r.period);
+    w.text(r.topic ?? '');
+    w.text(r.unit);
+    w.text(sketchJson(r), true);
+  }
+  return w.finish();
+}
+
+function copyDataAs(rows: readonly PreparedRow[], format: CopyFormat): Buffer {
+  return format === 'binary' ? copyDataBinary(rows) : copyData(rows);
+}
+
 /** COPY straight into the table: the fast path for rows not stored yet; a stored one fails it with 23505. */
-export async function insertCopy(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
-  await copyFrom(client, `COPY ${TABLES.windows} (${COLUMNS}) FROM STDIN`, copyData(rows));
+export async function insertCopy(client: pg.ClientBase, rows: readonly PreparedRow[], format: CopyFormat = 'binary'): Promise<void> {
+  await copyFrom(client, `COPY ${TABLES.windows} (${COLUMNS}) FROM STDIN${FORMAT_OPTION[format]}`, copyDataAs(rows, format));
 }
 
 const STAGING = 'pg_temp.streamstats_staging';
@@ -84,8 +142,8 @@ const UPSERT_STAGED = `INSERT INTO ${TABLES.windows} (${COLUMNS}) SELECT ${COLUM
 ON CONFLICT (${KEY}) ${UPDATE}`;
 
 /** COPY into the staging table, then one upsert from it. At most once per transaction (staging empties at commit). */
-export async function upsertCopy(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
-  await copyFrom(client, `COPY ${STAGING} (${COLUMNS}) FROM STDIN`, copyData(rows));
+export async function upsertCopy(client: pg.ClientBase, rows: readonly PreparedRow[], format: CopyFormat = 'binary'): Promise<void> {
+  await copyFrom(client, `COPY ${STAGING} (${COLUMNS}) FROM STDIN${FORMAT_OPTION[format]}`, copyDataAs(rows, format));
   await client.query(UPSERT_STAGED);
 }
 
