@@ -10,7 +10,7 @@ import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
-import { binaryProblem, ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
+import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
 import { redactUrl } from '../../config/redact.js';
 
 export { redactUrl };
@@ -130,7 +130,9 @@ export class PostgresSink implements Sink {
    */
   #prepare(batch: readonly StatsRow[], rejected: RowRejection[]): PreparedRow[] {
     const out: PreparedRow[] = [];
-    const seen = new Map<string, number>();
+    // Series id -> positions in `out` of its rows: an emission holds one row per series mostly, so
+    // the rest of the identity is compared only for the few series seen twice.
+    const seen = new Map<string, number[]>();
     for (let index = 0; index < batch.length; index++) {
       const row = batch[index]!;
       const series = this.#series.of(row.name, row.groupby);
@@ -139,16 +141,17 @@ export class PostgresSink implements Sink {
         rejected.push({ index, detail: `postgres: not sent: ${problem}` });
         continue;
       }
-      const identity = `${series.id}\t${row.period_start}\t${row.partition ?? -1}\t${row.topic ?? ''}`;
-      const first = seen.get(identity);
+      const same = seen.get(series.id);
+      const first = same?.map((j) => out[j]!).find((o) => sameWindow(o.row, row));
       if (first !== undefined) {
         rejected.push({
           index,
-          detail: `postgres 21000: not sent: the same identity as row ${first} of this batch (name, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
+          detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
         });
         continue;
       }
-      seen.set(identity, index);
+      if (same === undefined) seen.set(series.id, [out.length]);
+      else same.push(out.length);
       out.push({ index, row, series });
     }
     return out;
@@ -225,6 +228,11 @@ export class PostgresSink implements Sink {
     this.#closing ??= this.#pool.end();
     return this.#closing;
   }
+}
+
+/** The same window of one series: what the primary key compares besides the series (period_start as an instant). */
+function sameWindow(a: StatsRow, b: StatsRow): boolean {
+  return isoMs(a.period_start) === isoMs(b.period_start) && (a.partition ?? -1) === (b.partition ?? -1) && (a.topic ?? '') === (b.topic ?? '');
 }
 
 const UNIQUE_VIOLATION = '23505';
