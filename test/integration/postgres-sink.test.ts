@@ -340,3 +340,21 @@ t.test('COPY, binary and text, into the table and through staging: tab, newline,
     client.release();
   }
 });
+
+t.test('two partitions writing the same new series at once, in opposite orders, neither deadlocks nor loses a row', async (t) => {
+  const { url, pool } = await testSchema(t);
+  const sink = await openSink(t, url);
+  const N = 10_000;
+  const rowsOf = (partition: number): StatsRow[] => Array.from({ length: N }, (_, i) => row(i, { partition, groupby: { hostname: `h${i}` }, name: 'm' }));
+  const a = rowsOf(0);
+  const b = rowsOf(1).reverse();
+  // Two pooled connections first, so that neither write waits for a connection and they overlap.
+  await Promise.all([0, 1].map((p) => sink.write(batch([]), { topic: TOPIC, partition: p, point: { position: 0, watermarkMs: 0, appliedEnd: 0 } })));
+  const results = await Promise.all([
+    sink.write(batch(a), { topic: TOPIC, partition: 0, point: { position: 1, watermarkMs: 0, appliedEnd: 1 } }),
+    sink.write(batch(b), { topic: TOPIC, partition: 1, point: { position: 2, watermarkMs: 0, appliedEnd: 2 } }),
+  ]);
+  t.same(results.map((r) => r.rejected), [[], []]);
+  const n = await pool.query<{ w: string; s: string }>('SELECT (SELECT count(*) FROM streamstats_windows) AS w, (SELECT count(*) FROM streamstats_series) AS s');
+  t.same(n.rows[0], { w: String(2 * N), s: String(N) });
+});

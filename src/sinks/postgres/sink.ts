@@ -13,9 +13,7 @@ import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
 import { redactUrl } from '../../config/redact.js';
 
-export { redactUrl };
-
-export { groupbyKey };
+export { groupbyKey, redactUrl };
 
 export async function migrate(client: pg.ClientBase): Promise<number> {
   await client.query('SELECT pg_advisory_lock($1)', [SCHEMA_LOCK_ID]);

@@ -24,20 +24,19 @@ const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration
 const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby)
 SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) ON CONFLICT (id) DO NOTHING`;
 
-/** Inserts the rows' series not known to be stored. DO NOTHING: another writer may have stored them. */
+/**
+ * Inserts the rows' series not known to be stored. DO NOTHING: another writer may have stored them.
+ * In id order: two partitions' transactions inserting the same new series then take their row locks
+ * in the same order and wait for each other instead of deadlocking.
+ */
 export async function insertSeries(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
-  const seen = new Set<string>();
-  const ids: string[] = [];
-  const names: string[] = [];
-  const groupbys: string[] = [];
-  for (const { series: s } of rows) {
-    if (s.stored || seen.has(s.id)) continue;
-    seen.add(s.id);
-    ids.push(s.id);
-    names.push(s.name);
-    groupbys.push(s.groupbyJson);
-  }
-  if (ids.length > 0) await client.query({ name: 'streamstats_insert_series', text: INSERT_SERIES, values: [ids, names, groupbys] });
+  const fresh = new Map<string, SeriesRef>();
+  for (const { series: s } of rows) if (!s.stored) fresh.set(s.id, s);
+  if (fresh.size === 0) return;
+  const ids = [...fresh.keys()].sort();
+  const names = ids.map((id) => fresh.get(id)!.name);
+  const groupbys = ids.map((id) => fresh.get(id)!.groupbyJson);
+  await client.query({ name: 'streamstats_insert_series', text: INSERT_SERIES, values: [ids, names, groupbys] });
 }
 
 /** The stored m2 (sum of squared deviations) from the row's population stddev. */
