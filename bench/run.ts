@@ -10,6 +10,7 @@ import { ceilometerScenario } from './scenarios/ceilometer.js';
 import { decodeScenario } from './scenarios/decode.js';
 import { kafkaE2eScenario } from './scenarios/kafka-e2e.js';
 import { memoryScenario } from './scenarios/memory.js';
+import { pgSinkScenario } from './scenarios/pg-sink.js';
 import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
 import { queryScenario } from './scenarios/query.js';
 import { seed000Scenario } from './scenarios/seed000.js';
@@ -21,6 +22,7 @@ const SCENARIOS: readonly Scenario[] = [
   seed000Scenario,
   ceilometerScenario,
   queryScenario,
+  pgSinkScenario,
   kafkaE2eScenario,
   sustainedScenario,
   memoryScenario,
@@ -35,6 +37,7 @@ const ALIASES: Readonly<Record<string, string>> = {
   e2e: 'kafka-e2e',
   seed003: 'sustained',
   seed001: 'query',
+  pg: 'pg-sink',
 };
 
 /**

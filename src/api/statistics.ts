@@ -12,8 +12,10 @@
 //   percentile/P: the sketches' bucket counts are summed per group in SQL (jsonb_each_text), and
 //         only the merged buckets are read back into a Sketch; the merge query adds, per group, the
 //         partials without a sketch, the relative accuracies and the zero counts.
-// The rows are found through the (name, period_start) index: name = $1, and every timestamp bound is
-// turned into a bound on period_start.
+// streamstats_statistics is a view (schema version 2): the series of the meter are found through the
+// hash index on streamstats_series.name (name = $1), then their windows through the primary key of
+// streamstats_windows, (series, period_start, ...): every timestamp bound is turned into a bound on
+// period_start.
 import type pg from 'pg';
 import { Sketch, type SketchData } from '../core/sketch.js';
 import { TABLES } from '../sinks/postgres/schema.js';

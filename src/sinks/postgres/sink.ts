@@ -1,19 +1,19 @@
-// PostgreSQL sink: rows upserted by identity in one statement per emission (unnest of arrays), and,
-// for a Kafka source, the partition's commit point in the same transaction.
+// PostgreSQL sink: the rows of one emission and, for a Kafka source, the partition's commit point in one
+// transaction. Rows PostgreSQL refuses for a reason of their own (a data error, a value over a limit)
+// are returned as rejections and the rest is still written with the commit point: found by cheap checks
+// in JS first, and by bisection under savepoints for whatever the checks did not foresee.
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { CommitPoint } from '../../engine.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
+import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
 import { redactUrl } from '../../config/redact.js';
 
-export { redactUrl };
-
-export function groupbyKey(g: Record<string, string | null>): string {
-  return JSON.stringify(Object.keys(g).sort().map((k) => [k, g[k]]));
-}
+export { groupbyKey, redactUrl };
 
 export async function migrate(client: pg.ClientBase): Promise<number> {
   await client.query('SELECT pg_advisory_lock($1)', [SCHEMA_LOCK_ID]);
@@ -38,42 +38,18 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
   }
 }
 
-const UPSERT = `
-INSERT INTO ${TABLES.statistics} (name, groupby_key, groupby, topic, partition, period_start, period_end, period, unit,
-  count, sum, min, max, avg, m2, stddev, duration_start, duration_end, duration, sketch, updated_at)
-SELECT * , now() FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::int[], $6::timestamptz[], $7::timestamptz[],
-  $8::float8[], $9::text[], $10::int8[], $11::float8[], $12::float8[], $13::float8[], $14::float8[], $15::float8[], $16::float8[],
-  $17::timestamptz[], $18::timestamptz[], $19::float8[], $20::jsonb[])
-ON CONFLICT (name, groupby_key, topic, partition, period_start) DO UPDATE SET
-  period_end = EXCLUDED.period_end, period = EXCLUDED.period, unit = EXCLUDED.unit, groupby = EXCLUDED.groupby,
-  count = EXCLUDED.count, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, avg = EXCLUDED.avg,
-  m2 = EXCLUDED.m2, stddev = EXCLUDED.stddev, duration_start = EXCLUDED.duration_start,
-  duration_end = EXCLUDED.duration_end, duration = EXCLUDED.duration, sketch = EXCLUDED.sketch, updated_at = now()`;
-
 const SAVE_POSITION = `
 INSERT INTO ${TABLES.positions} (group_id, topic, partition, next_offset, watermark_ms, applied_end, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, now())
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
   next_offset = EXCLUDED.next_offset, watermark_ms = EXCLUDED.watermark_ms, applied_end = EXCLUDED.applied_end, updated_at = now()`;
 
-function columns(rows: readonly StatsRow[]): unknown[][] {
-  const cols: unknown[][] = Array.from({ length: 20 }, () => new Array(rows.length));
-  rows.forEach((r, i) => {
-    const vals = [
-      r.name, groupbyKey(r.groupby), JSON.stringify(r.groupby), r.topic ?? '', r.partition ?? -1, r.period_start, r.period_end,
-      r.period, r.unit, r.count, r.sum, r.min, r.max, r.avg, r.stddev * r.stddev * r.count, r.stddev,
-      r.duration_start, r.duration_end, r.duration, r.sketch === undefined ? null : JSON.stringify(r.sketch),
-    ];
-    for (let c = 0; c < vals.length; c++) cols[c]![i] = vals[c];
-  });
-  return cols;
-}
-
 export class PostgresSink implements Sink {
   readonly describe: string;
   readonly ownsPositions = true;
   readonly #pool: pg.Pool;
   readonly #groupId: string;
+  readonly #series = new SeriesRefs();
   #closing: Promise<void> | null = null;
 
   private constructor(pool: pg.Pool, url: string, groupId: string) {
@@ -104,19 +80,129 @@ export class PostgresSink implements Sink {
 
   async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
     if (batch.rows.length === 0 && commit === undefined) return WRITTEN_ALL;
-    const client = await this.#pool.connect();
+    const rejected: RowRejection[] = [];
+    const rows = this.#prepare(batch.rows, rejected);
+    const client = await this.#connect(batch.rows.length);
+    // A checked-out client that loses its connection emits 'error' besides failing its query; without
+    // a listener that would be an uncaught exception instead of this write's rejection.
+    let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken = err;
+    };
+    client.on('error', onError);
     try {
+      await ensureStaging(client);
       await client.query('BEGIN');
-      if (batch.rows.length > 0) await client.query(UPSERT, columns(batch.rows));
+      if (rows.length > 0) await this.#writeRows(client, rows, rejected);
       if (commit !== undefined) await this.#savePosition(client, commit);
       await client.query('COMMIT');
-      return WRITTEN_ALL;
     } catch (err) {
+      broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
-      throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${(err as Error).message}`, { cause: err });
+      throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
     } finally {
-      client.release();
+      client.off('error', onError);
+      // A client whose write failed is discarded, not pooled: its session state is not known.
+      client.release(broken);
     }
+    const refused = new Set(rejected.map((r) => r.index));
+    for (const r of rows) if (!refused.has(r.index)) r.series.stored = true;
+    if (rejected.length === 0) return WRITTEN_ALL;
+    rejected.sort((a, b) => a.index - b.index);
+    return { rejected };
+  }
+
+  async #connect(n: number): Promise<pg.PoolClient> {
+    try {
+      return await this.#pool.connect();
+    } catch (err) {
+      throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${n} rows failed: cannot connect (${pgDetail(err)})`, { cause: err, canRetry: true });
+    }
+  }
+
+  /**
+   * The rows worth sending, each with its series; the others go to `rejected`: text PostgreSQL cannot
+   * store, a value binary COPY cannot carry (a timestamp that does not parse, a count that is not an
+   * integer), and a second row of the same identity in one batch (stored, it would be the same row:
+   * ON CONFLICT DO UPDATE refuses that with 21000, and row by row the later would overwrite the first).
+   */
+  #prepare(batch: readonly StatsRow[], rejected: RowRejection[]): PreparedRow[] {
+    const out: PreparedRow[] = [];
+    // Series id -> positions in `out` of its rows: an emission holds one row per series mostly, so
+    // the rest of the identity is compared only for the few series seen twice.
+    const seen = new Map<string, number[]>();
+    for (let index = 0; index < batch.length; index++) {
+      const row = batch[index]!;
+      const series = this.#series.of(row.name, row.groupby);
+      const problem = series.problem ?? textProblem('unit', row.unit ?? '') ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
+      if (problem !== null) {
+        rejected.push({ index, detail: `postgres: not sent: ${problem}` });
+        continue;
+      }
+      const same = seen.get(series.id);
+      const first = same?.map((j) => out[j]!).find((o) => sameWindow(o.row, row));
+      if (first !== undefined) {
+        rejected.push({
+          index,
+          detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
+        });
+        continue;
+      }
+      if (same === undefined) seen.set(series.id, [out.length]);
+      else same.push(out.length);
+      out.push({ index, row, series });
+    }
+    return out;
+  }
+
+  /**
+   * The whole batch by binary COPY; when a row is stored already (a replay after a restart), by COPY into
+   * staging and one upsert. A row-level error rolls back to the savepoint and the rows are bisected:
+   * log2(n) statements per bad row, all in the same transaction as the commit point.
+   */
+  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: RowRejection[]): Promise<void> {
+    await client.query('SAVEPOINT streamstats_batch');
+    try {
+      await insertSeries(client, rows);
+      try {
+        await client.query('SAVEPOINT streamstats_copy');
+        await insertCopy(client, rows);
+        await client.query('RELEASE SAVEPOINT streamstats_copy');
+      } catch (err) {
+        if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
+        await client.query('ROLLBACK TO SAVEPOINT streamstats_copy');
+        await upsertCopy(client, rows);
+      }
+      await client.query('RELEASE SAVEPOINT streamstats_batch');
+      return;
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+      await client.query('ROLLBACK TO SAVEPOINT streamstats_batch');
+      await client.query('RELEASE SAVEPOINT streamstats_batch');
+    }
+    await this.#bisect(client, rows, rejected);
+  }
+
+  async #bisect(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: RowRejection[]): Promise<void> {
+    if (rows.length === 0) return;
+    await client.query('SAVEPOINT streamstats_part');
+    try {
+      await insertSeries(client, rows);
+      await upsertUnnest(client, rows);
+      await client.query('RELEASE SAVEPOINT streamstats_part');
+      return;
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+      await client.query('ROLLBACK TO SAVEPOINT streamstats_part');
+      await client.query('RELEASE SAVEPOINT streamstats_part');
+      if (rows.length === 1) {
+        rejected.push({ index: rows[0]!.index, detail: pgDetail(err) });
+        return;
+      }
+    }
+    const half = rows.length >>> 1;
+    await this.#bisect(client, rows.slice(0, half), rejected);
+    await this.#bisect(client, rows.slice(half), rejected);
   }
 
   async #savePosition(client: pg.ClientBase, c: SinkCommit): Promise<void> {
@@ -140,6 +226,38 @@ export class PostgresSink implements Sink {
     this.#closing ??= this.#pool.end();
     return this.#closing;
   }
+}
+
+/** The same window of one series: what the primary key compares besides the series (period_start as an instant). */
+function sameWindow(a: StatsRow, b: StatsRow): boolean {
+  return isoMs(a.period_start) === isoMs(b.period_start) && (a.partition ?? -1) === (b.partition ?? -1) && (a.topic ?? '') === (b.topic ?? '');
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Errors of a row's values: data exceptions (22: bad text, a timestamp out of range), integrity (23),
+ * cardinality (21000: one key twice in one upsert), program limits (54: an index row over the btree
+ * maximum). Anything else (connection, resources, serialization, the server going away) is the sink's.
+ */
+export function isRowError(err: unknown): boolean {
+  const code = sqlState(err);
+  return code !== undefined && (code.startsWith('22') || code.startsWith('23') || code.startsWith('54') || code === '21000');
+}
+
+/** `postgres 54000: index row size …` from a driver error: SQLSTATE, message and detail, never the connection string. */
+function pgDetail(err: unknown): string {
+  const e = err as { message?: unknown; detail?: unknown };
+  const code = sqlState(err);
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  const detail = typeof e?.detail === 'string' && e.detail !== '' ? ` (${e.detail})` : '';
+  const text = `${code === undefined ? 'postgres' : `postgres ${code}`}: ${message}${detail}`;
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
 }
 
 function redactSecrets(message: string, url: string): string {
