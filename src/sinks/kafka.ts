@@ -318,6 +318,9 @@ export async function topicMaxMessageBytes(admin: ReturnType<Kafka['admin']>, to
   return Number.isFinite(v) && v > 0 ? v : null;
 }
 
+/** Exactly-once restore: committed positions must read the same for this long before they are used. */
+const STABLE_POSITIONS_MS = 1000;
+
 const ROW_LEVEL_TYPES = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
 
 /** A refusal of the records themselves, not of the producer or the connection (checked along the cause chain). */
@@ -681,18 +684,22 @@ export class KafkaSink implements Sink {
     };
     // The group coordinator applies a committed transaction's offsets a moment after its markers are
     // written, and kafkajs's OffsetFetch cannot ask for stable offsets (require_stable, KIP-447): a
-    // read right after the fencing above may still show the previous commit. Read until two reads
-    // some time apart agree.
+    // read right after the fencing above may still show the previous commit (the coordinator's
+    // transaction completion runs on a background scheduler, slower on a loaded broker). Read until
+    // the answer has not changed for STABLE_POSITIONS_MS (several reads), at most 20 reads. This is a
+    // mitigation, not a proof: only OffsetFetch v7+ (flexible versions, which kafkajs cannot frame)
+    // can ask the coordinator to wait.
+    const same = (a: Map<number, PartitionPositions>, b: Map<number, PartitionPositions>) => a.size === b.size && [...a].every(([p, v]) => {
+      const o = b.get(p);
+      return o !== undefined && o.position === v.position && o.appliedEnd === v.appliedEnd;
+    });
     let last = await read();
-    for (let i = 0; i < 10; i++) {
+    let stableSince = Date.now();
+    for (let i = 0; i < 20 && Date.now() - stableSince < STABLE_POSITIONS_MS; i++) {
       await new Promise((r) => setTimeout(r, 250));
       const next = await read();
-      const same = next.size === last.size && [...next].every(([p, v]) => {
-        const o = last.get(p);
-        return o !== undefined && o.position === v.position && o.appliedEnd === v.appliedEnd;
-      });
+      if (!same(next, last)) stableSince = Date.now();
       last = next;
-      if (same) break;
     }
     for (const [p, v] of last) out.set(p, v);
     return out;

@@ -206,7 +206,7 @@ t.test('fatal means fatal: a sink that cannot go on turns /readyz 503 and exits 
   });
   await until(() => e.ready(), 'engine ready', 60_000);
   // Not a row's fault: the table is gone. No retry can help, so the engine must stop.
-  await pool.query('ALTER TABLE streamstats_statistics RENAME TO gone');
+  await pool.query('ALTER TABLE streamstats_windows RENAME TO gone');
   await produce(topic, keyed(GOOD.slice(0, 100)));
   let saw503 = false;
   const watch = (async () => {
