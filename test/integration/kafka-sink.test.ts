@@ -8,6 +8,7 @@ import { KafkaDeadLetter, DLQ_HEADERS, type KafkaDeadLetterEntry } from '../../s
 import type { SinkCommit } from '../../src/sinks/index.js';
 import { isFencingError, KafkaSink, rowIdentityKey, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
 import { StreamstatsError } from '../../src/errors.js';
+import { producibleCompressions, zstdAvailable } from '../../src/kafka/compression.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
 import { client, createTopic, uid } from '../fixtures/kafka.js';
 
@@ -138,7 +139,9 @@ function failingOffsetsOnce(real: Kafka): Kafka {
 t.test('options are validated with the option, the value and what is allowed', async (t) => {
   const base = { kafka: { producer: () => { throw new Error('not used'); } } as unknown as Kafka, exactlyOnce: false, groupId: 'g', logger };
   t.throws(() => new KafkaSink({ ...base, topic: 'bad topic' }), { code: 'STREAMSTATS_CONFIG', message: /topic \("bad topic"\) is not valid/ });
-  t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' as never }), { message: /compression \("zstd"\) is not valid: one of none, gzip, snappy, lz4/ });
+  t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'brotli' as never }), { message: /compression \("brotli"\) is not valid: one of none, gzip, snappy, lz4/ });
+  if (zstdAvailable()) t.doesNotThrow(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' }), 'zstd where node:zlib has it');
+  else t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' }), { message: /compression \("zstd"\) is not valid: .*zstd needs Node >= 22\.15/ });
   t.throws(() => new KafkaSink({ ...base, topic: 'out', exactlyOnce: true, groupId: '' }), { message: /groupId \(""\) is not valid: exactly-once needs/ });
   t.throws(() => new KafkaDeadLetter({ kafka: base.kafka, topic: 'dlq', logger, maxRequestBytes: 10 }), { message: /maxRequestBytes \(10\) is not valid/ });
 });
@@ -394,4 +397,17 @@ t.test('dead letters too large for the dead-letter topic are cut to fit and flag
   t.ok(String(big.headers[DLQ_HEADERS.detail]).length < 2000, 'the detail header was shortened');
   const small = got.find((m) => String(m.headers[DLQ_HEADERS.sourceOffset]) === '2')!;
   t.notOk(DLQ_HEADERS.truncated in small.headers, 'a dead letter that fits is not flagged');
+});
+
+t.test('every output compression this runtime can produce round-trips through the broker', async (t) => {
+  const input = await createTopic(t, 1);
+  for (const compression of producibleCompressions()) {
+    const out = await createTopic(t, 1);
+    const s = sink(t, { topic: out, compression });
+    const b = rowsFor(20, 0, { topic: input, partition: 0 });
+    await s.write(b);
+    const got = await readTopic(out, { until: atLeast(20) });
+    t.same(got.map((m) => m.key!.toString()), b.rows.map(rowIdentityKey), `${compression}: all rows, in order`);
+  }
+  t.ok(producibleCompressions().includes('zstd') === zstdAvailable(), 'zstd is offered exactly where node:zlib has it');
 });
