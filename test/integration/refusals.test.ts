@@ -207,15 +207,16 @@ t.test('fatal means fatal: a sink that cannot go on turns /readyz 503 and exits 
   await until(() => e.ready(), 'engine ready', 60_000);
   // Not a row's fault: the table is gone. No retry can help, so the engine must stop.
   await pool.query('ALTER TABLE streamstats_windows RENAME TO gone');
-  await produce(topic, keyed(GOOD.slice(0, 100)));
+  // Watch /readyz from before the records arrive: the shutdown after the fatal error is quick.
   let saw503 = false;
   const watch = (async () => {
-    while (e.child.exitCode === null) {
+    while (e.child.exitCode === null && e.child.signalCode === null) {
       const r = await fetch(`http://127.0.0.1:${e.port}/readyz`).catch(() => null);
       if (r?.status === 503) saw503 = true;
-      await new Promise((res) => setTimeout(res, 50));
+      await new Promise((res) => setTimeout(res, 10));
     }
   })();
+  await produce(topic, keyed(GOOD.slice(0, 100)));
   const code = await Promise.race([e.exited, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 60_000))]);
   await watch;
   t.not(code, 'hung', 'the process exits');
