@@ -119,9 +119,9 @@ const stages = dockerStages(dockerInstructions(dockerfile));
 const final = stages.at(-1)!;
 const runsIn = (s: Stage) => s.body.filter((i) => i.cmd === 'RUN').map((i) => i.args);
 
-t.test('Dockerfile: multi-stage on node:20-bookworm-slim, dev toolchain only in the build', async (t) => {
+t.test('Dockerfile: multi-stage on node:24-bookworm-slim, dev toolchain only in the build', async (t) => {
   t.ok(stages.length >= 2, 'a build stage and a runtime stage');
-  for (const s of stages) t.equal(s.image, 'node:20-bookworm-slim', `stage ${s.name} is on the official Node 20 slim image`);
+  for (const s of stages) t.equal(s.image, 'node:24-bookworm-slim', `stage ${s.name} is on the official Node 24 LTS slim image`);
   const build = stages.find((s) => runsIn(s).some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')) && runsIn(s).some((r) => /\btsc\b|npm run build/.test(r)));
   t.ok(build, 'one stage runs npm ci with dev dependencies and compiles');
   t.not(build, final, 'the compiling stage is not the final one');
@@ -136,6 +136,17 @@ t.test('Dockerfile: multi-stage on node:20-bookworm-slim, dev toolchain only in 
   t.ok(copies.some((c) => c.args.includes(`--from=${build?.name}`) && c.args.includes('dist/workers')), 'and the compiled workers');
   t.notOk(runsIn(final).some((r) => /\bnpm (ci|install)\b/.test(r) && !r.includes('--omit=dev')), 'no dev install in the final stage');
   t.notOk(copies.some((c) => !c.args.includes('--from=') && /(^|\s)(src|test|bench)\b/.test(c.args)), 'no sources in the final stage');
+});
+
+t.test('one Node major everywhere: the image, the node devDependency the tests run on, engines, the lockfile', async (t) => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  const imageMajor = /^node:(\d+)-/.exec(final.image)?.[1];
+  t.equal(imageMajor, '24', 'the image runs Node 24 LTS');
+  t.match(manifest.devDependencies['node'] ?? '', new RegExp(`^[~^]?${imageMajor}\\.`), 'the node devDependency is the image\'s major');
+  t.match(lock.packages['node_modules/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'and the lockfile pins a release of it');
+  t.equal(manifest.engines.node, `>=${imageMajor}`, 'engines names the same major as the minimum');
+  t.match(lock.packages['node_modules/@types/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'the Node types follow the runtime');
 });
 
 t.test('Dockerfile: non-root, exposes METRICS_PORT, runs the package.json bin, health check on /healthz', async (t) => {
