@@ -107,7 +107,10 @@ async function main(): Promise<number> {
   const topic = config.kafka.topics[0]!;
   const admin = kafka.admin();
   await admin.connect();
-  const created = await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
+  // Asked first: createTopics on an existing topic works, but kafkajs logs it as an error.
+  const created = (await admin.listTopics()).includes(topic)
+    ? false
+    : await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
