@@ -281,6 +281,23 @@ t.test('docker-compose.yml: Kafka (KRaft), the engine, the producer, Prometheus 
   t.equal(env.KAFKA_BROKERS, 'kafka:9092', 'KAFKA_BROKERS=kafka:9092');
   t.equal(env.KAFKA_TOPICS, 'metrics', 'KAFKA_TOPICS=metrics');
   t.ok(advertised.includes(env.KAFKA_BROKERS ?? ''), 'the broker advertises the address the engine uses');
+  // Durable outputs (issue 13): rows into the compose PostgreSQL, rejected records into a topic.
+  const sink = parseConfig(env as Env).sink;
+  t.equal(sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to stdout or an unbounded file');
+  const pgService = s.postgres;
+  t.ok(pgService, 'a postgres service');
+  if (sink.kind === 'postgres' && pgService !== undefined) {
+    const url = new URL(sink.url);
+    const pe = pgService.environment ?? {};
+    t.equal(url.hostname, 'postgres', 'SINK points at the postgres service');
+    t.equal(decodeURIComponent(url.username), pe.POSTGRES_USER, 'as its user');
+    t.equal(decodeURIComponent(url.password), pe.POSTGRES_PASSWORD, 'with its password');
+    t.equal(url.pathname.slice(1), pe.POSTGRES_DB, 'into its database');
+    const deps = engine.depends_on as Record<string, { condition: string }>;
+    t.equal(deps.postgres?.condition, 'service_healthy', 'the engine starts once PostgreSQL answers');
+  }
+  t.equal(env.DEAD_LETTER, 'kafka', 'dead letters to a topic (the dead-letter file has no cap)');
+  t.ok(env.DLQ_TOPIC, 'DLQ_TOPIC set');
   const port = Number(env.METRICS_PORT ?? METRICS_PORT);
   t.ok((engine.ports ?? []).some((p) => String(p).endsWith(`:${port}`)), 'the metrics port is published');
   t.ok(seconds(engine.stop_grace_period ?? '10s') > Number(env.SHUTDOWN_TIMEOUT_SECONDS ?? SHUTDOWN_TIMEOUT), 'stop_grace_period outlasts SHUTDOWN_TIMEOUT_SECONDS');
@@ -301,6 +318,7 @@ t.test('docker-compose.yml: Kafka (KRaft), the engine, the producer, Prometheus 
   if (init !== undefined) {
     const cmd = (init.command ?? []).join(' ');
     t.match(cmd, new RegExp(`--topic ${env.KAFKA_TOPICS}\\b`), 'kafka-init creates the engine\'s topic');
+    t.match(cmd, new RegExp(`--topic ${env.DLQ_TOPIC}\\b`), 'and the dead-letter topic');
   }
 
   const prom = s.prometheus!;
@@ -434,7 +452,7 @@ interface K8sObject {
 }
 interface Container {
   image: string;
-  env: { name: string; value: string }[];
+  env: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   ports: { name: string; containerPort: number }[];
   resources: { requests: { cpu: string; memory: string }; limits: { cpu: string; memory: string } };
   livenessProbe: { httpGet: { path: string; port: string | number } };
@@ -461,8 +479,17 @@ t.test('deploy/kubernetes/streamstats.yaml: a Deployment with probes, resources 
   for (const [k, v] of Object.entries((svc.spec as { selector: Record<string, string> }).selector)) t.equal(podLabels[k], v, `the Service selects the pods (${k})`);
 
   const c = spec.template.spec.containers[0]!;
-  const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+  const secretRefs = c.env.filter((e) => e.valueFrom?.secretKeyRef !== undefined);
+  // A value from a Secret stands in here as what the Secret must hold.
+  const env = Object.fromEntries(c.env.map((e) => [e.name, e.valueFrom?.secretKeyRef !== undefined ? 'postgres://user:secret@db.example:5432/streamstats' : (e.value ?? '')]));
   checkEngineEnv(t, env, 'k8s');
+  t.same(secretRefs.map((e) => e.name), ['SINK'], 'the sink URL (it holds a password) comes from a Secret, and only it');
+  t.equal(parseConfig(env as Env).sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to the container log');
+  t.equal(env.DEAD_LETTER, 'kafka', 'dead letters go to a topic (the dead-letter file has no rotation or cap)');
+  t.match(env.DLQ_TOPIC ?? '', /^[A-Za-z0-9._-]+$/, 'DLQ_TOPIC set');
+  const volumes = (spec.template.spec as unknown as { volumes?: { name: string; emptyDir?: { sizeLimit?: string } }[] }).volumes ?? [];
+  for (const v of volumes.filter((x) => x.emptyDir !== undefined)) t.ok(v.emptyDir?.sizeLimit, `emptyDir ${v.name} has a sizeLimit`);
+  t.equal((spec.template.spec as unknown as { enableServiceLinks?: boolean }).enableServiceLinks, false, 'no service-link variables that look like KAFKA_* options');
   const metricsPort = c.ports.find((p) => p.containerPort === Number(env.METRICS_PORT ?? METRICS_PORT));
   t.ok(metricsPort, 'the container declares METRICS_PORT');
   const portOf = (p: string | number) => (typeof p === 'number' ? p : c.ports.find((x) => x.name === p)?.containerPort);
