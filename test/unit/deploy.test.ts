@@ -357,6 +357,16 @@ t.test('Prometheus config and rules: the streamstats job scrapes the compose eng
   t.match(sat?.expr ?? '', /> 0\.9/, 'utilization above 0.9');
   t.match(sat?.expr ?? '', /streamstats_pool_queue_size[^]*> 0/, 'or a queue above 0');
   t.equal(sat?.for, '10m', 'for 10 minutes');
+  t.ok(find(/streamstats_kafka_connected\{[^}]*\}\) == 0$/), 'broker outage: kafka_connected == 0');
+  t.ok(find(/streamstats_kafka_connected/)?.for, 'for some minutes, not on one scrape');
+  t.ok(find(/rate\(streamstats_commits_total\{[^}]*result!="ok"/), 'commit failures: rate of commits_total{result!="ok"}');
+  t.ok(find(/streamstats_sink_writes_in_flight[^]*unless[^]*streamstats_sink_write_seconds_count/), 'sink stalled: writes waiting, none completing');
+  t.ok(find(/histogram_quantile\(0\.99, [^]*streamstats_sink_write_seconds_bucket/), 'sink slow: p99 write time');
+  t.ok(find(/streamstats_sink_rejected_rows_total/), 'sink rejected rows');
+  const names = rules.map((r) => r.alert);
+  t.equal(new Set(names).size, names.length, 'alert names are unique');
+  const tested = readFileSync(join(ROOT, 'deploy/prometheus/rules.test.yml'), 'utf8');
+  for (const n of names) t.match(tested, new RegExp(`alertname: ${n}\\b`), `${n} has a promtool unit test`);
   for (const r of rules) {
     t.ok(r.labels?.severity, `${r.alert} has a severity`);
     t.ok(r.annotations?.summary && r.annotations.description, `${r.alert} has a summary and a description`);
@@ -440,6 +450,20 @@ t.test('Grafana: datasource and dashboard provisioning agree with the dashboard'
   has(/streamstats_pool_queue_size/, 'pool queue');
   has(/streamstats_records_total\{[^}]*result="late"/, 'late records');
   has(/streamstats_records_total\{[^}]*result!~"ok\|late"/, 'rejected records');
+  has(/histogram_quantile\(0\.99, sum by \(le, output\) \(rate\(streamstats_sink_write_seconds_bucket/, 'sink write time by output');
+  has(/streamstats_sink_writes_in_flight/, 'sink writes in flight');
+  has(/rate\(streamstats_sink_rejected_rows_total/, 'sink rejected rows');
+  has(/streamstats_build_info/, 'versions running');
+});
+
+t.test('LICENSE: the full Apache License 2.0 that package.json names', async (t) => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { license: string };
+  t.equal(manifest.license, 'Apache-2.0');
+  const text = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
+  t.match(text, /^\s*Apache License\s+Version 2\.0, January 2004\s+http:\/\/www\.apache\.org\/licenses\//, 'its title');
+  for (let n = 1; n <= 9; n++) t.match(text, new RegExp(`\\n\\s*${n}\\. \\w`), `section ${n}`);
+  t.match(text, /END OF TERMS AND CONDITIONS/, 'the whole terms, not a notice');
+  t.match(text, /APPENDIX: How to apply the Apache License to your work/, 'and the appendix');
 });
 
 // ---------------------------------------------------------------- Kubernetes
