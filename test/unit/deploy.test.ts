@@ -139,13 +139,15 @@ t.test('Dockerfile: multi-stage on node:24-bookworm-slim, dev toolchain only in 
 });
 
 t.test('one Node major everywhere: the image, the node devDependency the tests run on, engines, the lockfile', async (t) => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string>; allowScripts?: Record<string, boolean> };
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
   const imageMajor = /^node:(\d+)-/.exec(final.image)?.[1];
   t.equal(imageMajor, '24', 'the image runs Node 24 LTS');
   t.match(manifest.devDependencies['node'] ?? '', new RegExp(`^[~^]?${imageMajor}\\.`), 'the node devDependency is the image\'s major');
   t.match(lock.packages['node_modules/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'and the lockfile pins a release of it');
   t.equal(manifest.engines.node, `>=${imageMajor}`, 'engines names the same major as the minimum');
+  // Its preinstall fetches the binary; npm 11 skips dependency install scripts not in allowScripts.
+  t.equal(manifest.allowScripts?.['node'], true, 'the node package may run its install script');
   t.match(lock.packages['node_modules/@types/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'the Node types follow the runtime');
 });
 
