@@ -192,6 +192,12 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.ok(last >= before - 2_000 - 1_000, 'the last point is about now (whole-second start, up to 1 s of jitter)');
   t.ok(last - first >= 9 * 30_000 && last - first < 9 * 30_000 + 1_000, 'the span of 10 rounds 30 s apart');
 
+  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset.
+  const empty = await runProduce([], { ...env, GEN_START: '' });
+  t.equal(empty.code, 0, empty.stderr);
+  const e = /event times (\S+) \.\. (\S+)\n/.exec(empty.stderr);
+  t.ok(e !== null && Date.parse(e[2]!) >= before - 3_000 && Date.parse(e[2]!) <= Date.now(), 'GEN_START="" is the recent timeline too');
+
   const fixed = await runProduce([], { ...env, GEN_START: '2020-02-11T12:42:13Z' });
   t.equal(fixed.code, 0, fixed.stderr);
   t.match(fixed.stderr, /event times 2020-02-11T12:42:13\.\d{3}Z \.\. 2020-02-11T12:46:4\d\.\d{3}Z/, 'GEN_START=2020-02-11T12:42:13Z: the fixed timeline');
