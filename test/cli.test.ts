@@ -166,6 +166,10 @@ t.test('METRICS_PORT already in use: an error naming it, the port and the host; 
   t.not(r.code, 0, 'exits non-zero');
   t.match(r.stderr, `METRICS_PORT (${port}) is already in use on 127.0.0.1`);
   t.match(r.stderr, /set another METRICS_PORT \(0 = any free port\)/, 'and says the way out');
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
+  const h = await run([], { ...QUIET, GEN_COUNT: '100', METRICS_HOST: '192.0.2.1', METRICS_PORT: '0' });
+  t.not(h.code, 0, 'a METRICS_HOST that is not local: exits non-zero');
+  t.match(h.stderr, 'METRICS_HOST (192.0.2.1) is not an address of this machine', 'naming METRICS_HOST');
 });
 
 t.test('streamstats-produce stamps a timeline that ends now by default; GEN_START still gives the 2020 one', async (t) => {

@@ -77,9 +77,10 @@ export class HttpServer {
 
   async listen(): Promise<number> {
     await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, this.opts.host, this.opts.port)));
+      const onError = (err: NodeJS.ErrnoException) => reject(listenError(err, this.opts.host, this.opts.port));
+      this.#server.once('error', onError);
       this.#server.listen(this.opts.port, this.opts.host, () => {
-        this.#server.off('error', reject);
+        this.#server.off('error', onError);
         resolve();
       });
     });
