@@ -9,13 +9,17 @@
 # WORKER_THREADS=auto (the default) follows the container's CPU quota (cgroup v2 cpu.max or v1 cfs
 # quota, see src/config/cpus.ts), so `--cpus 4` gives 3 decode threads; the choice is logged at start.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 LTS: the runtime the tests run on (package.json's `node` devDependency; Node 20 is
+# end-of-life since April 2026).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: the full toolchain compiles TypeScript into dist/
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: `prepare` runs tsc, and the sources are not copied yet.
+# --ignore-scripts: `prepare` runs tsc, and the sources are not copied yet. It also skips the `node`
+# devDependency's download of a second Node binary: the image's own Node 24 runs tsc instead
+# (node_modules/.bin/node is left dangling, and PATH lookup passes over it).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry: env + flags -> config -> run. A bad option is one line on stderr and exit 2, before anything starts.
-import { argvToEnv, helpText, parseConfig, redactedConfig, type Config } from './config/index.js';
+import { argvToEnv, helpText, parseConfig, redactedConfig, unknownVariables, unknownVariablesWarning, type Config } from './config/index.js';
+import { versionText } from './config/version.js';
 import { ConfigError } from './errors.js';
 import { createLogger } from './logger.js';
 import { Pipeline, formatSummary } from './pipeline.js';
@@ -13,6 +14,10 @@ async function main(): Promise<number> {
       process.stdout.write(`${helpText()}\n`);
       return 0;
     }
+    if (env === 'version') {
+      process.stdout.write(`${versionText('streamstats')}\n`);
+      return 0;
+    }
     config = parseConfig(env);
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -22,6 +27,9 @@ async function main(): Promise<number> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  const unknown = unknownVariables(process.env);
+  const warning = unknownVariablesWarning(unknown);
+  if (warning !== null) logger.warn({ variables: unknown.map((u) => u.name) }, warning);
   logger.info({ config: redactedConfig(config) }, 'starting');
   logger.info({ workerThreads: config.workerThreads, reason: config.workerThreadsReason }, 'decode threads');
   const exitAfterTimeout = (what: string) => {

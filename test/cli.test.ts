@@ -102,3 +102,108 @@ t.test('README: the configuration table is the one the code documents (npm run d
   t.ok(readme.includes('npm ci && npx streamstats > stats.ndjson'), 'the main command the test above runs');
   t.ok(readme.includes('npm ci && npm test'), 'the test command CI runs');
 });
+
+const PRODUCE = join(ROOT, 'dist/src/tools/produce.js');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+function runProduce(args: string[], env: Record<string, string>): Promise<Ran> {
+  return run([], env, { shell: `exec "${process.execPath}" "${PRODUCE}" ${args.map((a) => `'${a}'`).join(' ')}` });
+}
+
+// Nothing listens on port 1: a command that tried to connect would fail there, not exit 0 or 2 at once.
+const NO_BROKER = { KAFKA_BROKERS: '127.0.0.1:1', KAFKA_TOPICS: 'never-created', LOG_LEVEL: 'warn' };
+
+t.test('--version: the package version and the Node that runs it, on both commands', async (t) => {
+  for (const [name, r] of [['streamstats', await run(['--version'], QUIET)], ['streamstats-produce', await runProduce(['--version'], NO_BROKER)]] as const) {
+    t.equal(r.code, 0, `${name} --version exits 0`);
+    t.equal(r.stdout, `${name} ${VERSION} (node ${process.version})\n`, `${name}: one line on stdout`);
+    t.equal(r.stderr, '', `${name}: nothing else`);
+  }
+});
+
+t.test('streamstats-produce --help: usage, no connection, nothing written', async (t) => {
+  const r = await runProduce(['--help'], NO_BROKER);
+  t.equal(r.code, 0, r.stderr);
+  for (const v of ['KAFKA_BROKERS', 'KAFKA_TOPICS', 'GEN_COUNT', 'GEN_START', 'PRODUCE_PARTITIONS', 'PRODUCE_COMPRESSION', 'PRODUCE_BATCH', '--version']) {
+    t.match(r.stdout, v, `--help names ${v}`);
+  }
+  t.equal(r.stderr, '', 'no connection attempt, no log');
+});
+
+t.test('an unknown argument: exit 2 and one line naming it, never the value after "="; nothing starts', async (t) => {
+  const p = await runProduce(['--kafka-sasl-password=hunter2'], NO_BROKER);
+  t.equal(p.code, 2, 'streamstats-produce exits 2');
+  t.equal(p.stderr.split('\n').length, 2, 'one line');
+  t.match(p.stderr, /^streamstats-produce: argument "--kafka-sasl-password" is not valid: .*--help/);
+  t.notMatch(p.stderr, /hunter2/, 'the value is not echoed');
+  t.equal(p.stdout, '');
+  const q = await runProduce(['metrics'], NO_BROKER);
+  t.equal(q.code, 2, 'a positional argument too');
+  t.match(q.stderr, /argument "metrics"/);
+
+  const s = await run(['--kafka-sasl-pasword=hunter2'], QUIET);
+  t.equal(s.code, 2, 'streamstats exits 2');
+  t.equal(s.stderr, 'streamstats: argument="--kafka-sasl-pasword" is not valid: a known flag is allowed (see --help); e.g. --worker-threads 2\n');
+  t.equal(s.stdout, '');
+});
+
+t.test('a misspelled variable: one warning line at start naming the closest option; the run goes on', async (t) => {
+  const r = await run([], { ...QUIET, GEN_COUNT: '100', WORKER_THREAD: '2' });
+  t.equal(r.code, 0, r.stderr);
+  const warnings = r.stderr.split('\n').filter((l) => l.includes('WORKER_THREAD '));
+  t.equal(warnings.length, 1, 'one line');
+  t.match(warnings[0] ?? '', /"level":40.*WORKER_THREAD \(did you mean WORKER_THREADS\?\)/, 'a warning naming the option meant');
+  t.match(r.stderr, /records\s+100: ok 100/, 'and the run completes');
+});
+
+t.test('METRICS_PORT already in use: an error naming it, the port and the host; exit non-zero', async (t) => {
+  const { createServer } = await import('node:net');
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => taken.close(() => r())));
+  const port = (taken.address() as { port: number }).port;
+  const r = await run([], { ...QUIET, GEN_COUNT: '100', METRICS_HOST: '127.0.0.1', METRICS_PORT: String(port) });
+  t.not(r.code, 0, 'exits non-zero');
+  t.match(r.stderr, `METRICS_PORT (${port}) is already in use on 127.0.0.1`);
+  t.match(r.stderr, /set another METRICS_PORT \(0 = any free port\)/, 'and says the way out');
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
+  const h = await run([], { ...QUIET, GEN_COUNT: '100', METRICS_HOST: '192.0.2.1', METRICS_PORT: '0' });
+  t.not(h.code, 0, 'a METRICS_HOST that is not local: exits non-zero');
+  t.match(h.stderr, 'METRICS_HOST (192.0.2.1) is not an address of this machine', 'naming METRICS_HOST');
+});
+
+t.test('streamstats-produce stamps a timeline that ends now by default; GEN_START still gives the 2020 one', async (t) => {
+  const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+  const topic = `produce-start-${process.pid}-${Date.now()}`;
+  const { default: kafkajs } = await import('kafkajs');
+  t.teardown(async () => {
+    const admin = new kafkajs.Kafka({ brokers: brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+    await admin.disconnect();
+  });
+  // 2 metrics x 2 hosts, 40 points: 10 rounds, 30 s apart.
+  const env = { KAFKA_BROKERS: brokers, KAFKA_TOPICS: topic, GEN_COUNT: '40', GEN_METRICS: '2', GEN_HOSTS: '2', PRODUCE_PARTITIONS: '1', LOG_LEVEL: 'warn' };
+  const before = Date.now();
+  const r = await runProduce([], env);
+  const after = Date.now();
+  t.equal(r.code, 0, r.stderr);
+  const m = /40 messages to .* event times (\S+) \.\. (\S+)\n/.exec(r.stderr);
+  t.ok(m, `summary with the event-time range: ${r.stderr}`);
+  const first = Date.parse(m?.[1] ?? '');
+  const last = Date.parse(m?.[2] ?? '');
+  t.ok(last <= after, 'no point in the future');
+  t.ok(last >= before - 2_000 - 1_000, 'the last point is about now (whole-second start, up to 1 s of jitter)');
+  t.ok(last - first >= 9 * 30_000 && last - first < 9 * 30_000 + 1_000, 'the span of 10 rounds 30 s apart');
+
+  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset.
+  const empty = await runProduce([], { ...env, GEN_START: '' });
+  t.equal(empty.code, 0, empty.stderr);
+  const e = /event times (\S+) \.\. (\S+)\n/.exec(empty.stderr);
+  t.ok(e !== null && Date.parse(e[2]!) >= before - 3_000 && Date.parse(e[2]!) <= Date.now(), 'GEN_START="" is the recent timeline too');
+
+  const fixed = await runProduce([], { ...env, GEN_START: '2020-02-11T12:42:13Z' });
+  t.equal(fixed.code, 0, fixed.stderr);
+  t.match(fixed.stderr, /event times 2020-02-11T12:42:13\.\d{3}Z \.\. 2020-02-11T12:46:4\d\.\d{3}Z/, 'GEN_START=2020-02-11T12:42:13Z: the fixed timeline');
+  t.notMatch(fixed.stderr, /"level":50/, 'loading an existing topic logs no error');
+});

@@ -2,6 +2,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { StreamstatsError } from '../errors.js';
 
 export interface HttpOptions {
   readonly host: string;
@@ -12,6 +13,25 @@ export interface HttpOptions {
   readonly beforeScrape?: () => void;
   /** More routes (the statistics API), consulted before the 404: true when the request was handled. */
   readonly routes?: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>;
+}
+
+/**
+ * Node's "listen EADDRINUSE: address already in use 0.0.0.0:9464" names neither the option nor the
+ * way out; the operator knows this server only as METRICS_PORT and METRICS_HOST.
+ */
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const say = (what: string) => new StreamstatsError('STREAMSTATS_CONFIG', what, { cause: err });
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return say(`METRICS_PORT (${port}) is already in use on ${host}: stop the other process, or set another METRICS_PORT (0 = any free port)`);
+    case 'EACCES':
+      return say(`METRICS_PORT (${port}) on ${host} needs privileges this process lacks: a port from 1024 up is allowed (0 = any free port)`);
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return say(`METRICS_HOST (${host}) is not an address of this machine: 0.0.0.0 (all), 127.0.0.1 or a local interface's address is allowed`);
+    default:
+      return err;
+  }
 }
 
 export class HttpServer {
@@ -57,9 +77,10 @@ export class HttpServer {
 
   async listen(): Promise<number> {
     await new Promise<void>((resolve, reject) => {
-      this.#server.once('error', reject);
+      const onError = (err: NodeJS.ErrnoException) => reject(listenError(err, this.opts.host, this.opts.port));
+      this.#server.once('error', onError);
       this.#server.listen(this.opts.port, this.opts.host, () => {
-        this.#server.off('error', reject);
+        this.#server.off('error', onError);
         resolve();
       });
     });

@@ -2,6 +2,7 @@
 // engines in one process never share state.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import { REJECT_REASONS } from '../core/messages.js';
+import { VERSION } from '../config/version.js';
 
 // Decode of one batch runs from tens of microseconds (1 message) to seconds (100k messages).
 const SECONDS_BUCKETS = [1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -10,8 +11,18 @@ const BYTE_BUCKETS = [256, 1024, 16384, 65536, 262144, 1048576, 4194304, 1677721
 
 export const PREFIX = 'streamstats_';
 
+/**
+ * prom-client's default metrics that `promtool check metrics` refuses: gauges named *_total (a
+ * suffix reserved for counters). Their per-type siblings (nodejs_active_handles{type}, ...) stay,
+ * and sum() of those is the same number.
+ */
+export const DROPPED_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'] as const;
+
 export function createMetrics(registry: Registry, opts: { defaultMetrics?: boolean } = {}) {
-  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (opts.defaultMetrics !== false) {
+    collectDefaultMetrics({ register: registry });
+    for (const name of DROPPED_DEFAULT_METRICS) registry.removeSingleMetric(name);
+  }
   const registers = [registry];
   const m = {
     messages: new Counter({ name: `${PREFIX}messages_total`, help: 'Messages read from the source', registers }),
@@ -100,7 +111,14 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       registers,
     }),
     sinkWritesInFlight: new Gauge({ name: `${PREFIX}sink_writes_in_flight`, help: 'Emissions handed to the sink and not yet acknowledged', registers }),
+    buildInfo: new Gauge({
+      name: `${PREFIX}build_info`,
+      help: 'Always 1; the labels say which streamstats version runs on which Node',
+      labelNames: ['version', 'node'] as const,
+      registers,
+    }),
   };
+  m.buildInfo.set({ version: VERSION, node: process.version }, 1);
   // Every result label exists from the start, so rate() and alerts see zeros, not absent series.
   m.records.inc({ result: 'ok' }, 0);
   for (const r of REJECT_REASONS) m.records.inc({ result: r }, 0);

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // streamstats-produce: loads a topic with the generator workload (seed 000's Monasca points), keyed by
 // series so that a series stays in one partition. For tests, benchmarks and demos.
-//   KAFKA_BROKERS, KAFKA_TOPICS (the first topic is loaded), GEN_* as for the engine, and
-//   PRODUCE_PARTITIONS (topic created with this many partitions when missing, default 4),
-//   PRODUCE_COMPRESSION (none | gzip | snappy | lz4), PRODUCE_BATCH (messages per send).
+// Configured by the environment only (see --help); any argument but --help and --version is refused
+// before a connection is made, so a mistyped invocation never loads a topic.
 import kafkajs from 'kafkajs';
-import { parseConfig } from '../config/index.js';
+import { parseConfig, unknownVariables, unknownVariablesWarning, type GeneratorConfig } from '../config/index.js';
+import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
 import { generatePoints } from '../sources/generator.js';
 import { registerCodecs } from '../kafka/codecs.js';
@@ -15,6 +15,38 @@ import { createLogger } from '../logger.js';
 const { CompressionTypes, Kafka, logLevel, Partitioners } = kafkajs;
 
 const COMPRESSION = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 } as const;
+
+const PRODUCE_VARIABLES = ['PRODUCE_PARTITIONS', 'PRODUCE_COMPRESSION', 'PRODUCE_BATCH'] as const;
+
+export const PRODUCE_HELP = [
+  'streamstats-produce: loads a Kafka topic with the generator workload (Monasca points keyed by series).',
+  '',
+  'Usage: streamstats-produce            (configured by environment variables only)',
+  '       streamstats-produce --help | --version',
+  '',
+  '  KAFKA_BROKERS        comma list of host:port (default 127.0.0.1:9092); KAFKA_SSL*, KAFKA_SASL* as for streamstats',
+  '  KAFKA_TOPICS         the first topic is loaded (default metrics)',
+  '  GEN_COUNT, GEN_METRICS, GEN_HOSTS, GEN_INTERVAL_SECONDS, GEN_SEED   the workload, as for streamstats',
+  '  GEN_START            event time of the first point (ISO 8601); unset = the timeline ends now, so',
+  '                       the rows are recent and no point is in the future (GEN_START=2020-02-11T12:42:13Z',
+  '                       gives the fixed timeline of the engine\'s built-in generator)',
+  '  PRODUCE_PARTITIONS   partitions when the topic is created (default 4)',
+  '  PRODUCE_COMPRESSION  none | gzip | snappy | lz4 (default none)',
+  '  PRODUCE_BATCH        messages per send (default 1000)',
+].join('\n');
+
+/**
+ * The default start: the whole timeline in the past, its last point at most `nowMs`. Starting at
+ * now instead would put the load up to GEN_COUNT / (GEN_METRICS x GEN_HOSTS) x GEN_INTERVAL_SECONDS
+ * into the future: the last window stays open until the wall clock gets there (holding back
+ * commits), and a big GEN_COUNT passes MAX_FUTURE_SECONDS and is rejected as future_timestamp.
+ */
+export function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
+  const rounds = Math.max(1, Math.ceil(gen.count / (gen.metrics * gen.hosts)));
+  // generatePoints jitters each point by up to min(1000, interval) ms after its round's time.
+  const start = nowMs - (rounds - 1) * gen.intervalMs - Math.min(1000, gen.intervalMs);
+  return Math.floor(start / 1000) * 1000;
+}
 
 export interface ProduceOptions {
   partitions: number;
@@ -35,6 +67,21 @@ export function parseProduceOptions(env: Readonly<Record<string, string | undefi
 }
 
 async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  if (argv.some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(`${PRODUCE_HELP}\n`);
+    return 0;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(`${versionText('streamstats-produce')}\n`);
+    return 0;
+  }
+  if (argv.length > 0) {
+    // The name only, never what follows "=" (it may be a credential).
+    const arg = argv[0]!.split('=')[0]!;
+    process.stderr.write(`streamstats-produce: argument ${JSON.stringify(arg)} is not valid: no arguments but --help and --version are allowed (configure with environment variables, see --help)\n`);
+    return 2;
+  }
   let config;
   let opts: ProduceOptions;
   try {
@@ -47,13 +94,23 @@ async function main(): Promise<number> {
     }
     throw err;
   }
+  const startText = process.env['GEN_START'];
+  const generator = startText === undefined || startText.trim() === ''
+    ? { ...config.generator, startMs: recentStartMs(config.generator, Date.now()) }
+    : config.generator;
   const logger = createLogger(config.logLevel);
+  const unknown = unknownVariables(process.env, PRODUCE_VARIABLES);
+  const warning = unknownVariablesWarning(unknown);
+  if (warning !== null) logger.warn({ variables: unknown.map((u) => u.name) }, warning);
   registerCodecs();
   const kafka = new Kafka({ ...kafkajsConfig(config.kafka, logger), logLevel: logLevel.WARN });
   const topic = config.kafka.topics[0]!;
   const admin = kafka.admin();
   await admin.connect();
-  const created = await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
+  // Asked first: createTopics on an existing topic works, but kafkajs logs it as an error.
+  const created = (await admin.listTopics()).includes(topic)
+    ? false
+    : await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
@@ -66,7 +123,11 @@ async function main(): Promise<number> {
     sent += pending.length;
     pending = [];
   };
-  for (const p of generatePoints(config.generator)) {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const p of generatePoints(generator)) {
+    first = Math.min(first, p.timestamp);
+    last = Math.max(last, p.timestamp);
     pending.push({ key: `${p.name}|agent_${p.host}`, value: p.json });
     if (pending.length >= opts.batch) await flush();
   }
@@ -75,7 +136,8 @@ async function main(): Promise<number> {
   const secs = (performance.now() - started) / 1000;
   process.stderr.write(
     `streamstats-produce: ${sent.toLocaleString('en-US')} messages to ${topic}` +
-      `${created ? ` (created with ${opts.partitions} partitions)` : ''} in ${secs.toFixed(1)} s, compression ${opts.compression}\n`,
+      `${created ? ` (created with ${opts.partitions} partitions)` : ''} in ${secs.toFixed(1)} s, compression ${opts.compression}` +
+      `${sent > 0 ? `, event times ${new Date(first).toISOString()} .. ${new Date(last).toISOString()}` : ''}\n`,
   );
   return 0;
 }

@@ -2,10 +2,11 @@ import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { argvToEnv, helpText, parseConfig, redactedConfig, type Env } from '../../src/config/index.js';
+import { argvToEnv, helpText, parseConfig, redactedConfig, unknownVariables, unknownVariablesWarning, type Env } from '../../src/config/index.js';
 import { defaultThreads, detectCpus, parseCpuMax, type CpuInfo } from '../../src/config/cpus.js';
 import { OPTIONS, flagFor } from '../../src/config/options.js';
 import { ConfigError, StreamstatsError } from '../../src/errors.js';
+import { zstdAvailable } from '../../src/kafka/compression.js';
 
 /** The subtest type (the last overload of t.test takes just the callback). */
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -336,7 +337,7 @@ t.test('argvToEnv', async (t) => {
   const env = { WORKER_THREADS: '7', SOURCE: 'stdin' } as const;
   const a = argvToEnv(['--worker-threads', '2'], env);
   t.not(a, 'help');
-  if (a === 'help') return;
+  if (a === 'help' || a === 'version') return;
   t.equal(a['WORKER_THREADS'], '2', '--worker-threads 2');
   t.equal(a['SOURCE'], 'stdin', 'other variables kept');
   t.same(env, { WORKER_THREADS: '7', SOURCE: 'stdin' }, 'input env not modified');
@@ -358,7 +359,7 @@ t.test('argvToEnv', async (t) => {
 
   // Flags feed parseConfig.
   const parsed = argvToEnv(['--window-seconds', '10', '--format=ceilometer'], { WINDOW_SECONDS: '30' });
-  if (parsed !== 'help') {
+  if (parsed !== 'help' && parsed !== 'version') {
     const c = parseConfig(parsed, CPUS);
     t.equal(c.windowSeconds, 10, 'flag wins over the environment');
     t.same(c.format, { kind: 'ceilometer' });
@@ -368,11 +369,20 @@ t.test('argvToEnv', async (t) => {
   t.equal(argvToEnv(['-h'], {}), 'help');
   t.equal(argvToEnv(['--worker-threads', '2', '--help'], {}), 'help', '--help anywhere');
 
-  expectConfigError(t, () => argvToEnv(['--bogus', '1'], {}), 'argv', '--bogus', /known flag.*--worker-threads 2/, 'unknown flag');
-  expectConfigError(t, () => argvToEnv(['--bogus=1'], {}), 'argv', '--bogus=1', /known flag/, 'unknown flag with =');
-  expectConfigError(t, () => argvToEnv(['positional'], {}), 'argv', 'positional', /known flag/, 'positional argument');
-  expectConfigError(t, () => argvToEnv(['--WORKER-THREADS', '2'], {}), 'argv', '--WORKER-THREADS', /known flag/, 'flags are lower case');
-  expectConfigError(t, () => argvToEnv(['--worker_threads', '2'], {}), 'argv', '--worker_threads', /known flag/, 'dashes, not underscores');
+  t.equal(argvToEnv(['--version'], {}), 'version');
+  t.equal(argvToEnv(['--bogus', '--version'], {}), 'version', '--version anywhere, before an unknown flag is judged');
+  t.equal(argvToEnv(['--version', '--help'], {}), 'help', '--help wins');
+
+  expectConfigError(t, () => argvToEnv(['--bogus', '1'], {}), 'argument', '--bogus', /known flag.*--worker-threads 2/, 'unknown flag');
+  expectConfigError(t, () => argvToEnv(['--kafka-sasl-pasword=hunter2'], {}), 'argument', '--kafka-sasl-pasword', /known flag/, 'unknown flag with =: the name, not the value');
+  try {
+    argvToEnv(['--kafka-sasl-pasword=hunter2'], {});
+  } catch (err) {
+    t.notMatch((err as Error).message, /hunter2/, 'the value after = is never echoed');
+  }
+  expectConfigError(t, () => argvToEnv(['positional'], {}), 'argument', 'positional', /known flag/, 'positional argument');
+  expectConfigError(t, () => argvToEnv(['--WORKER-THREADS', '2'], {}), 'argument', '--WORKER-THREADS', /known flag/, 'flags are lower case');
+  expectConfigError(t, () => argvToEnv(['--worker_threads', '2'], {}), 'argument', '--worker_threads', /known flag/, 'dashes, not underscores');
   expectConfigError(t, () => argvToEnv(['--worker-threads'], {}), 'WORKER_THREADS', '', /--worker-threads needs a value/, 'missing value');
 });
 
@@ -468,4 +478,47 @@ t.test('a postgres:// sink URL never shows its password in errors or the start-u
   }
   t.ok(err instanceof ConfigError);
   t.notMatch((err as Error).message, /s3cr3t-pw/, 'the rejected value is shown without its password');
+});
+
+t.test('unknownVariables: variables that look like options but are none, with the closest option', async (t) => {
+  const found = (env: Record<string, string>, extra: string[] = []) => unknownVariables(env, extra);
+  t.same(found({ WORKER_THREAD: '2' }), [{ name: 'WORKER_THREAD', closest: 'WORKER_THREADS' }], 'the issue\'s WORKER_THREAD=2: one letter short');
+  t.same(found({ KAFKA_TOPIC: 'm', WINDOW_SECOND: '10', SOUCRE: 'kafka', SINKS: 'stdout' }).map((f) => [f.name, f.closest]), [
+    ['KAFKA_TOPIC', 'KAFKA_TOPICS'],
+    ['SINKS', 'SINK'],
+    ['SOUCRE', 'SOURCE'],
+    ['WINDOW_SECOND', 'WINDOW_SECONDS'],
+  ], 'missing and extra letters, swapped neighbours; sorted by name');
+  t.same(found({ KAFKA_GROUP: 'g', GEN_SPEED: '3', MAX_ROWS: '1' }).map((f) => f.name), ['GEN_SPEED', 'KAFKA_GROUP', 'MAX_ROWS'], 'a prefix two or more options share is ours, however far the rest is');
+  t.equal(found({ KAFKA_GROUP: 'g' })[0]?.closest, 'KAFKA_GROUP_ID', 'with the closest option even then');
+
+  const quiet = {
+    WORKER_THREADS: '2', SINK: 'stdout', PATH: '/bin', HOME: '/root', TERM: 'xterm', LANG: 'C', CI: 'true', NODE_ENV: 'production',
+    PG_URL: 'postgres://x@y/z', LINK: 'x', PGHOST: 'db', HOSTNAME: 'box', LINES: '40', npm_config_cache: '/c',
+    KAFKA_PORT: '9092', KAFKA_CONTROLLER_PORT: '9093', KAFKA_HEAP_OPTS: '-Xmx1G',
+    // What Kubernetes injects for Services "kafka" and "streamstats" of the namespace.
+    KAFKA_SERVICE_HOST: '10.0.0.7', KAFKA_SERVICE_PORT: '9092', KAFKA_SERVICE_PORT_CLIENT: '9092', KAFKA_PORT_9092_TCP: 'tcp://10.0.0.7:9092',
+    KAFKA_PORT_9092_TCP_ADDR: '10.0.0.7', KAFKA_PORT_9092_TCP_PORT: '9092', KAFKA_PORT_9092_TCP_PROTO: 'tcp',
+    STREAMSTATS_PORT: 'tcp://10.0.0.8:9464', STREAMSTATS_SERVICE_HOST: '10.0.0.8',
+  };
+  t.same(found(quiet), [], 'options, the usual system variables, scripts/kafka.sh\'s and Kubernetes\' service links: no warning');
+  t.same(found({ METRICS_PROT: '1' }).map((f) => f.closest), ['METRICS_PORT'], 'a typo of METRICS_PORT is still caught');
+  t.same(found({ PRODUCE_PARTITIONS: '6', PRODUCE_PARTITION: '6' }, ['PRODUCE_PARTITIONS']), [{ name: 'PRODUCE_PARTITION', closest: 'PRODUCE_PARTITIONS' }], 'a command\'s own variables count as known');
+
+  const line = unknownVariablesWarning(found({ WORKER_THREAD: '2', KAFKA_SASL_PASWORD: 'hunter2' }));
+  t.equal(line, 'ignoring environment variables that are not options: KAFKA_SASL_PASWORD (did you mean KAFKA_SASL_PASSWORD?), WORKER_THREAD (did you mean WORKER_THREADS?); see --help');
+  t.notMatch(line ?? '', /hunter2|\n/, 'one line, names only: never a value');
+  t.equal(unknownVariablesWarning([]), null, 'nothing to say: no line');
+  t.doesNotThrow(() => parseConfig({ WORKER_THREAD: '2' }, CPUS), 'and never fatal: the configuration still parses');
+});
+
+t.test('OUTPUT_COMPRESSION=zstd: accepted where node:zlib compresses zstd (Node 24 does), refused elsewhere', async (t) => {
+  const env = { SINK: 'kafka', OUTPUT_TOPIC: 'o', OUTPUT_COMPRESSION: 'zstd' };
+  if (zstdAvailable()) {
+    const sink = parseConfig(env, CPUS).sink;
+    t.equal(sink.kind === 'kafka' ? sink.compression : null, 'zstd');
+  } else {
+    expectConfigError(t, () => parseConfig(env, CPUS), 'OUTPUT_COMPRESSION', 'zstd', /one of none, gzip, snappy, lz4/, 'zstd without node:zlib zstd');
+  }
+  if (Number(process.versions.node.split('.')[0]) >= 24) t.ok(zstdAvailable(), 'on Node 24 zstd is producible');
 });

@@ -119,9 +119,9 @@ const stages = dockerStages(dockerInstructions(dockerfile));
 const final = stages.at(-1)!;
 const runsIn = (s: Stage) => s.body.filter((i) => i.cmd === 'RUN').map((i) => i.args);
 
-t.test('Dockerfile: multi-stage on node:20-bookworm-slim, dev toolchain only in the build', async (t) => {
+t.test('Dockerfile: multi-stage on node:24-bookworm-slim, dev toolchain only in the build', async (t) => {
   t.ok(stages.length >= 2, 'a build stage and a runtime stage');
-  for (const s of stages) t.equal(s.image, 'node:20-bookworm-slim', `stage ${s.name} is on the official Node 20 slim image`);
+  for (const s of stages) t.equal(s.image, 'node:24-bookworm-slim', `stage ${s.name} is on the official Node 24 LTS slim image`);
   const build = stages.find((s) => runsIn(s).some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')) && runsIn(s).some((r) => /\btsc\b|npm run build/.test(r)));
   t.ok(build, 'one stage runs npm ci with dev dependencies and compiles');
   t.not(build, final, 'the compiling stage is not the final one');
@@ -136,6 +136,19 @@ t.test('Dockerfile: multi-stage on node:20-bookworm-slim, dev toolchain only in 
   t.ok(copies.some((c) => c.args.includes(`--from=${build?.name}`) && c.args.includes('dist/workers')), 'and the compiled workers');
   t.notOk(runsIn(final).some((r) => /\bnpm (ci|install)\b/.test(r) && !r.includes('--omit=dev')), 'no dev install in the final stage');
   t.notOk(copies.some((c) => !c.args.includes('--from=') && /(^|\s)(src|test|bench)\b/.test(c.args)), 'no sources in the final stage');
+});
+
+t.test('one Node major everywhere: the image, the node devDependency the tests run on, engines, the lockfile', async (t) => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string>; allowScripts?: Record<string, boolean> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+  const imageMajor = /^node:(\d+)-/.exec(final.image)?.[1];
+  t.equal(imageMajor, '24', 'the image runs Node 24 LTS');
+  t.match(manifest.devDependencies['node'] ?? '', new RegExp(`^[~^]?${imageMajor}\\.`), 'the node devDependency is the image\'s major');
+  t.match(lock.packages['node_modules/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'and the lockfile pins a release of it');
+  t.equal(manifest.engines.node, `>=${imageMajor}`, 'engines names the same major as the minimum');
+  // Its preinstall fetches the binary; npm 11 skips dependency install scripts not in allowScripts.
+  t.equal(manifest.allowScripts?.['node'], true, 'the node package may run its install script');
+  t.match(lock.packages['node_modules/@types/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'the Node types follow the runtime');
 });
 
 t.test('Dockerfile: non-root, exposes METRICS_PORT, runs the package.json bin, health check on /healthz', async (t) => {
@@ -270,6 +283,23 @@ t.test('docker-compose.yml: Kafka (KRaft), the engine, the producer, Prometheus 
   t.equal(env.KAFKA_BROKERS, 'kafka:9092', 'KAFKA_BROKERS=kafka:9092');
   t.equal(env.KAFKA_TOPICS, 'metrics', 'KAFKA_TOPICS=metrics');
   t.ok(advertised.includes(env.KAFKA_BROKERS ?? ''), 'the broker advertises the address the engine uses');
+  // Durable outputs (issue 13): rows into the compose PostgreSQL, rejected records into a topic.
+  const sink = parseConfig(env as Env).sink;
+  t.equal(sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to stdout or an unbounded file');
+  const pgService = s.postgres;
+  t.ok(pgService, 'a postgres service');
+  if (sink.kind === 'postgres' && pgService !== undefined) {
+    const url = new URL(sink.url);
+    const pe = pgService.environment ?? {};
+    t.equal(url.hostname, 'postgres', 'SINK points at the postgres service');
+    t.equal(decodeURIComponent(url.username), pe.POSTGRES_USER, 'as its user');
+    t.equal(decodeURIComponent(url.password), pe.POSTGRES_PASSWORD, 'with its password');
+    t.equal(url.pathname.slice(1), pe.POSTGRES_DB, 'into its database');
+    const deps = engine.depends_on as Record<string, { condition: string }>;
+    t.equal(deps.postgres?.condition, 'service_healthy', 'the engine starts once PostgreSQL answers');
+  }
+  t.equal(env.DEAD_LETTER, 'kafka', 'dead letters to a topic (the dead-letter file has no cap)');
+  t.ok(env.DLQ_TOPIC, 'DLQ_TOPIC set');
   const port = Number(env.METRICS_PORT ?? METRICS_PORT);
   t.ok((engine.ports ?? []).some((p) => String(p).endsWith(`:${port}`)), 'the metrics port is published');
   t.ok(seconds(engine.stop_grace_period ?? '10s') > Number(env.SHUTDOWN_TIMEOUT_SECONDS ?? SHUTDOWN_TIMEOUT), 'stop_grace_period outlasts SHUTDOWN_TIMEOUT_SECONDS');
@@ -290,6 +320,7 @@ t.test('docker-compose.yml: Kafka (KRaft), the engine, the producer, Prometheus 
   if (init !== undefined) {
     const cmd = (init.command ?? []).join(' ');
     t.match(cmd, new RegExp(`--topic ${env.KAFKA_TOPICS}\\b`), 'kafka-init creates the engine\'s topic');
+    t.match(cmd, new RegExp(`--topic ${env.DLQ_TOPIC}\\b`), 'and the dead-letter topic');
   }
 
   const prom = s.prometheus!;
@@ -328,6 +359,16 @@ t.test('Prometheus config and rules: the streamstats job scrapes the compose eng
   t.match(sat?.expr ?? '', /> 0\.9/, 'utilization above 0.9');
   t.match(sat?.expr ?? '', /streamstats_pool_queue_size[^]*> 0/, 'or a queue above 0');
   t.equal(sat?.for, '10m', 'for 10 minutes');
+  t.ok(find(/streamstats_kafka_connected\{[^}]*\}\) == 0$/), 'broker outage: kafka_connected == 0');
+  t.ok(find(/streamstats_kafka_connected/)?.for, 'for some minutes, not on one scrape');
+  t.ok(find(/rate\(streamstats_commits_total\{[^}]*result!="ok"/), 'commit failures: rate of commits_total{result!="ok"}');
+  t.ok(find(/streamstats_sink_writes_in_flight[^]*unless[^]*streamstats_sink_write_seconds_count/), 'sink stalled: writes waiting, none completing');
+  t.ok(find(/histogram_quantile\(0\.99, [^]*streamstats_sink_write_seconds_bucket/), 'sink slow: p99 write time');
+  t.ok(find(/streamstats_sink_rejected_rows_total/), 'sink rejected rows');
+  const names = rules.map((r) => r.alert);
+  t.equal(new Set(names).size, names.length, 'alert names are unique');
+  const tested = readFileSync(join(ROOT, 'deploy/prometheus/rules.test.yml'), 'utf8');
+  for (const n of names) t.match(tested, new RegExp(`alertname: ${n}\\b`), `${n} has a promtool unit test`);
   for (const r of rules) {
     t.ok(r.labels?.severity, `${r.alert} has a severity`);
     t.ok(r.annotations?.summary && r.annotations.description, `${r.alert} has a summary and a description`);
@@ -411,6 +452,20 @@ t.test('Grafana: datasource and dashboard provisioning agree with the dashboard'
   has(/streamstats_pool_queue_size/, 'pool queue');
   has(/streamstats_records_total\{[^}]*result="late"/, 'late records');
   has(/streamstats_records_total\{[^}]*result!~"ok\|late"/, 'rejected records');
+  has(/histogram_quantile\(0\.99, sum by \(le, output\) \(rate\(streamstats_sink_write_seconds_bucket/, 'sink write time by output');
+  has(/streamstats_sink_writes_in_flight/, 'sink writes in flight');
+  has(/rate\(streamstats_sink_rejected_rows_total/, 'sink rejected rows');
+  has(/streamstats_build_info/, 'versions running');
+});
+
+t.test('LICENSE: the full Apache License 2.0 that package.json names', async (t) => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { license: string };
+  t.equal(manifest.license, 'Apache-2.0');
+  const text = readFileSync(join(ROOT, 'LICENSE'), 'utf8');
+  t.match(text, /^\s*Apache License\s+Version 2\.0, January 2004\s+http:\/\/www\.apache\.org\/licenses\//, 'its title');
+  for (let n = 1; n <= 9; n++) t.match(text, new RegExp(`\\n\\s*${n}\\. \\w`), `section ${n}`);
+  t.match(text, /END OF TERMS AND CONDITIONS/, 'the whole terms, not a notice');
+  t.match(text, /APPENDIX: How to apply the Apache License to your work/, 'and the appendix');
 });
 
 // ---------------------------------------------------------------- Kubernetes
@@ -423,7 +478,7 @@ interface K8sObject {
 }
 interface Container {
   image: string;
-  env: { name: string; value: string }[];
+  env: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   ports: { name: string; containerPort: number }[];
   resources: { requests: { cpu: string; memory: string }; limits: { cpu: string; memory: string } };
   livenessProbe: { httpGet: { path: string; port: string | number } };
@@ -450,8 +505,17 @@ t.test('deploy/kubernetes/streamstats.yaml: a Deployment with probes, resources 
   for (const [k, v] of Object.entries((svc.spec as { selector: Record<string, string> }).selector)) t.equal(podLabels[k], v, `the Service selects the pods (${k})`);
 
   const c = spec.template.spec.containers[0]!;
-  const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
+  const secretRefs = c.env.filter((e) => e.valueFrom?.secretKeyRef !== undefined);
+  // A value from a Secret stands in here as what the Secret must hold.
+  const env = Object.fromEntries(c.env.map((e) => [e.name, e.valueFrom?.secretKeyRef !== undefined ? 'postgres://user:secret@db.example:5432/streamstats' : (e.value ?? '')]));
   checkEngineEnv(t, env, 'k8s');
+  t.same(secretRefs.map((e) => e.name), ['SINK'], 'the sink URL (it holds a password) comes from a Secret, and only it');
+  t.equal(parseConfig(env as Env).sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to the container log');
+  t.equal(env.DEAD_LETTER, 'kafka', 'dead letters go to a topic (the dead-letter file has no rotation or cap)');
+  t.match(env.DLQ_TOPIC ?? '', /^[A-Za-z0-9._-]+$/, 'DLQ_TOPIC set');
+  const volumes = (spec.template.spec as unknown as { volumes?: { name: string; emptyDir?: { sizeLimit?: string } }[] }).volumes ?? [];
+  for (const v of volumes.filter((x) => x.emptyDir !== undefined)) t.ok(v.emptyDir?.sizeLimit, `emptyDir ${v.name} has a sizeLimit`);
+  t.equal((spec.template.spec as unknown as { enableServiceLinks?: boolean }).enableServiceLinks, false, 'no service-link variables that look like KAFKA_* options');
   const metricsPort = c.ports.find((p) => p.containerPort === Number(env.METRICS_PORT ?? METRICS_PORT));
   t.ok(metricsPort, 'the container declares METRICS_PORT');
   const portOf = (p: string | number) => (typeof p === 'number' ? p : c.ports.find((x) => x.name === p)?.containerPort);
