@@ -256,6 +256,32 @@ t.test('a lost connection throws (STREAMSTATS_SINK), it is never a row rejection
   t.match((err as Error).message, /^postgres: writing 5 rows failed: /);
 });
 
+t.test('a connection cut between writes is retried: the write succeeds once the server answers again', async (t) => {
+  const { schema, pool } = await testSchema(t);
+  const target = new URL(PG_URL);
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((c) => {
+    const s = net.connect(Number(target.port || 5432), target.hostname);
+    c.pipe(s).pipe(c);
+    c.on('error', () => s.destroy());
+    s.on('error', () => c.destroy());
+    sockets.add(c).add(s);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => proxy.close(() => r())));
+  const u = new URL(PG_URL);
+  u.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+  const sink = await openSink(t, urlInSchema(u.toString(), schema));
+  t.same((await sink.write(batch(good(5)), commitAt(1))).rejected, [], 'writes through the proxy');
+  // Every open connection dies (a failover, a restarted pgbouncer); new ones are accepted.
+  for (const s of sockets) s.destroy();
+  sockets.clear();
+  await new Promise((r) => setTimeout(r, 100));
+  t.same((await sink.write(batch(good(7)), commitAt(2))).rejected, [], 'the next write is retried on a new connection');
+  t.equal((await sink.readPositions(TOPIC, [PARTITION])).get(PARTITION)?.position, 2, 'with its position');
+  t.equal((await pool.query('SELECT count(*)::int AS n FROM streamstats_windows')).rows[0].n, 7, 'and its rows (the 5 first rows are updated in place)');
+});
+
 t.test('a version 1 store migrates in place: rows keep their identity, later writes update them', async (t) => {
   const { url, pool } = await testSchema(t);
   // Version 1 as it was, with rows written by version 1's statement.

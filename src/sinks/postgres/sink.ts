@@ -44,16 +44,28 @@ VALUES ($1, $2, $3, $4, $5, $6, now())
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
   next_offset = EXCLUDED.next_offset, watermark_ms = EXCLUDED.watermark_ms, applied_end = EXCLUDED.applied_end, updated_at = now()`;
 
+/** Attempts of one emission's transaction when it fails for a transient reason. */
+const WRITE_ATTEMPTS = 5;
+
+/** Deadlock, serialization failure, a connection lost or the server going away: retrying can help. */
+export function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return err instanceof Error && /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE/.test(err.message);
+  return code === '40P01' || code === '40001' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
+}
+
 export class PostgresSink implements Sink {
   readonly describe: string;
   readonly ownsPositions = true;
   readonly #pool: pg.Pool;
   readonly #groupId: string;
+  readonly #logger: Logger | undefined;
   readonly #series = new SeriesRefs();
   #closing: Promise<void> | null = null;
 
-  private constructor(pool: pg.Pool, url: string, groupId: string) {
+  private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger) {
     this.#pool = pool;
+    this.#logger = logger;
     this.#groupId = groupId;
     this.describe = redactUrl(url);
   }
@@ -75,11 +87,27 @@ export class PostgresSink implements Sink {
     } finally {
       client.release();
     }
-    return new PostgresSink(pool, url, opts.groupId);
+    return new PostgresSink(pool, url, opts.groupId, opts.logger);
   }
 
   async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
     if (batch.rows.length === 0 && commit === undefined) return WRITTEN_ALL;
+    // A deadlock or serialization failure (two owners of a partition during a rebalance writing the
+    // same new series) or a dropped connection says nothing about the rows: the transaction is retried,
+    // a bounded number of times with jittered back-off, before the error counts as fatal.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#writeOnce(batch, commit);
+      } catch (err) {
+        const cause = (err as { cause?: unknown }).cause;
+        if (attempt >= WRITE_ATTEMPTS || !isTransient(cause)) throw err;
+        this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction');
+        await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt) * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  async #writeOnce(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
     const rejected: RowRejection[] = [];
     const rows = this.#prepare(batch.rows, rejected);
     const client = await this.#connect(batch.rows.length);
