@@ -73,12 +73,17 @@ export async function dropPgSchema(schema: string): Promise<void> {
   }
 }
 
-/** Rows in the statistics table and its total size on disk (heap, indexes, TOAST). */
-export async function pgTableStats(schema: string, table: string): Promise<{ rows: number; totalBytes: number }> {
+/**
+ * Rows of `rowsOf` (a table or a view) and the total size on disk (heap, indexes, TOAST) of the tables
+ * `sizeOf`, summed: schema version 2 stores a row in streamstats_windows + streamstats_series, and the
+ * streamstats_statistics view over them has no size of its own.
+ */
+export async function pgTableStats(schema: string, rowsOf: string, sizeOf: readonly string[]): Promise<{ rows: number; totalBytes: number }> {
   const c = new pg.Client({ connectionString: PG_URL });
   await c.connect();
   try {
-    const r = await c.query<{ rows: string; bytes: string }>(`SELECT (SELECT count(*) FROM ${schema}.${table}) AS rows, pg_total_relation_size('${schema}.${table}') AS bytes`);
+    const size = sizeOf.map((t) => `pg_total_relation_size('${schema}.${t}')`).join(' + ');
+    const r = await c.query<{ rows: string; bytes: string }>(`SELECT (SELECT count(*) FROM ${schema}.${rowsOf}) AS rows, ${size} AS bytes`);
     return { rows: Number(r.rows[0]!.rows), totalBytes: Number(r.rows[0]!.bytes) };
   } finally {
     await c.end();
