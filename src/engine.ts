@@ -25,6 +25,8 @@ export interface EngineOptions {
   readonly sourceName: string;
   readonly windowSeconds: number;
   readonly allowedLatenessSeconds: number;
+  /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
+  readonly watermarkConfirmRecords?: number;
   readonly maxSeries: number;
   readonly decoder: Decoder;
   /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
@@ -140,6 +142,7 @@ export class Engine {
       windowMs: this.#windowMs,
       latenessMs: this.#o.allowedLatenessSeconds * 1000,
       budget: this.#budget,
+      ...(this.#o.watermarkConfirmRecords === undefined ? {} : { confirmRecords: this.#o.watermarkConfirmRecords }),
       sketchAccuracy: (this.#o.percentiles?.length ?? 0) > 0 ? (this.#o.percentileAccuracy ?? 0.01) : 0,
     });
     if (init.watermarkMs !== undefined) store.advanceWatermark(init.watermarkMs);
