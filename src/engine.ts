@@ -444,10 +444,17 @@ export class Engine {
   #entry(batch: Batch, msg: number, elem: number, reason: RejectReason, detail: string, raw?: string): DeadLetterEntry {
     let value: string;
     let encoding: 'utf8' | 'base64' = 'utf8';
+    let cutFrom: number | undefined;
     if (raw !== undefined) {
       value = raw;
     } else {
-      const bytes = messageBytes(batch, msg);
+      let bytes = messageBytes(batch, msg);
+      // A message over MAX_MESSAGE_BYTES keeps only its first MAX_MESSAGE_BYTES in the dead letter.
+      const max = this.#o.decoder.settings.maxMessageBytes;
+      if (reason === 'too_large' && bytes.length > max) {
+        cutFrom = bytes.length;
+        bytes = bytes.subarray(0, max);
+      }
       if (reason === 'invalid_utf8') {
         value = bytes.toString('base64');
         encoding = 'base64';
@@ -467,6 +474,10 @@ export class Engine {
       value,
       value_encoding: encoding,
     };
+    if (cutFrom !== undefined) {
+      e.value_truncated = true;
+      e.value_bytes = cutFrom;
+    }
     const pos = batch.positions?.[msg];
     if (pos !== undefined) e.offset = pos;
     const key = batch.keys?.[msg];
