@@ -1,6 +1,7 @@
 // Metric definitions. The registry is passed in (never the global one), so tests and several
 // engines in one process never share state.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { logLinesDropped } from '../logger.js';
 import { REJECT_REASONS } from '../core/messages.js';
 
 // Decode of one batch runs from tens of microseconds (1 message) to seconds (100k messages).
@@ -46,6 +47,15 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       help: 'Batches whose worker threw or died, by whether the batch was retried',
       labelNames: ['retried'] as const,
       registers,
+    }),
+    logLinesDropped: new Counter({
+      name: `${PREFIX}log_lines_dropped_total`,
+      help: 'Log lines dropped because stderr did not take them (a stuck or slow log reader)',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(logLinesDropped());
+      },
     }),
     poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Batches that failed twice and were dead-lettered whole', registers }),
     windowsEmitted: new Counter({ name: `${PREFIX}windows_emitted_total`, help: 'Statistics rows emitted (one per window and series)', registers }),
