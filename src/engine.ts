@@ -358,6 +358,21 @@ export class Engine {
       const entries: DeadLetterEntry[] = [];
       for (const x of r.rejects) {
         if (this.#isReplay(state, batch, x.msg)) continue;
+        const cut = x.elem < 0 ? batch.oversized?.get(x.msg) : undefined;
+        if (cut !== undefined) {
+          // Cut or refused at the source: too_large, with what the source knows of the original.
+          const detail = cut.detail ?? `message: ${cut.bytes} bytes, more than MAX_MESSAGE_BYTES=${this.#o.decoder.settings.maxMessageBytes}`;
+          const e = this.#entry(batch, x.msg, -1, 'too_large', detail);
+          if (cut.bytes >= 0) {
+            e.value_truncated = true;
+            e.value_bytes = cut.bytes;
+          } else {
+            e.value_truncated = true;
+          }
+          entries.push(e);
+          this.#count('too_large', 1);
+          continue;
+        }
         entries.push(this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
         this.#count(x.reason, 1);
       }

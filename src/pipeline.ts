@@ -154,6 +154,7 @@ export class Pipeline {
         batchSize: config.batchSize,
         batchMaxBytes: config.batchMaxBytes,
         intakeMaxBytes: config.kafka.intakeMaxBytes,
+        maxMessageBytes: config.maxMessageBytes,
         ...(sink.ownsPositions === true ? { positions: sink } : {}),
       });
       source = kafka;
