@@ -374,7 +374,8 @@ export class Engine {
           continue;
         }
         entries.push(this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
-        this.#count(x.reason, 1);
+        if (x.counts === undefined) this.#count(x.reason, 1);
+        else for (const [reason, n] of Object.entries(x.counts) as Array<[RejectReason, number]>) this.#count(reason, n);
       }
       await this.#o.deadLetter.write(entries);
     }
