@@ -337,6 +337,10 @@ export class Engine {
 
   async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
     const { metrics } = this.#o;
+    if (outcome.kind === 'poisoned' && messageCount(batch) > 1) {
+      await this.#bisect(state, batch, nowMs);
+      return;
+    }
     if (outcome.kind === 'poisoned') {
       const n = messageCount(batch);
       metrics.poisonedBatches.inc();
@@ -394,6 +398,25 @@ export class Engine {
     this.#setWatermarkGauge(batch.partition, state);
     await this.#emit(batch.partition, store.takeClosed(), state);
     this.#updateGauges();
+  }
+
+  /**
+   * A batch that crashed its worker (or ran it out of memory) twice: decoded again in halves, and each
+   * half that fails again in halves, until the poison messages stand alone. Only those are
+   * dead-lettered (poisoned_batch); every other record is applied, in the batch's order. At most
+   * 2 x log2(messages) runs per poison message.
+   */
+  async #bisect(state: PartitionState, batch: Batch, nowMs: number): Promise<void> {
+    const n = messageCount(batch);
+    const mid = Math.floor(n / 2);
+    this.#o.logger.warn({ partition: batch.partition, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
+    for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
+      const part = subBatch(batch, lo, hi);
+      if (this.#fatal !== null || state.dropped) return;
+      await this.#o.pool.acquire();
+      const outcome = await this.#o.pool.run(part, nowMs);
+      await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
+    }
   }
 
   /**
@@ -614,4 +637,27 @@ export class Engine {
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
   }
+}
+
+/** Messages lo..hi of a batch as a batch of their own (same partition and seq; positions follow). */
+function subBatch(b: Batch, lo: number, hi: number): Batch {
+  const base = b.offsets[lo]!;
+  const offsets = new Uint32Array(hi - lo + 1);
+  for (let i = lo; i <= hi; i++) offsets[i - lo] = b.offsets[i]! - base;
+  const part: Batch = {
+    partition: b.partition,
+    seq: b.seq,
+    data: b.data.subarray(base, b.offsets[hi]!),
+    offsets,
+    ...(b.positions === undefined ? {} : { positions: b.positions.slice(lo, hi) }),
+    ...(b.keys === undefined ? {} : { keys: b.keys.slice(lo, hi) }),
+    ...(b.startPosition === undefined || b.positions === undefined ? {} : { startPosition: Number(b.positions[lo]) }),
+    ...(b.endPosition === undefined || b.positions === undefined ? {} : { endPosition: hi < messageCount(b) ? Number(b.positions[hi]) : b.endPosition }),
+  };
+  if (b.oversized !== undefined) {
+    const o = new Map<number, { bytes: number; detail?: string }>();
+    for (const [i, v] of b.oversized) if (i >= lo && i < hi) o.set(i - lo, v);
+    if (o.size > 0) return { ...part, oversized: o };
+  }
+  return part;
 }
