@@ -57,7 +57,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
         this.inc(logLinesDropped());
       },
     }),
-    poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Batches that failed twice and were dead-lettered whole', registers }),
+    poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Poison messages (batches bisected down to one message) dead-lettered after two failures', registers }),
     windowsEmitted: new Counter({ name: `${PREFIX}windows_emitted_total`, help: 'Statistics rows emitted (one per window and series)', registers }),
     openSeries: new Gauge({ name: `${PREFIX}open_series`, help: 'Series with at least one open window', registers }),
     openWindows: new Gauge({ name: `${PREFIX}open_windows`, help: 'Distinct open window starts, over all partitions', registers }),
