@@ -25,6 +25,8 @@ export interface EngineOptions {
   readonly sourceName: string;
   readonly windowSeconds: number;
   readonly allowedLatenessSeconds: number;
+  /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
+  readonly watermarkConfirmRecords?: number;
   readonly maxSeries: number;
   readonly decoder: Decoder;
   /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
@@ -140,6 +142,7 @@ export class Engine {
       windowMs: this.#windowMs,
       latenessMs: this.#o.allowedLatenessSeconds * 1000,
       budget: this.#budget,
+      ...(this.#o.watermarkConfirmRecords === undefined ? {} : { confirmRecords: this.#o.watermarkConfirmRecords }),
       sketchAccuracy: (this.#o.percentiles?.length ?? 0) > 0 ? (this.#o.percentileAccuracy ?? 0.01) : 0,
     });
     if (init.watermarkMs !== undefined) store.advanceWatermark(init.watermarkMs);
@@ -334,6 +337,10 @@ export class Engine {
 
   async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
     const { metrics } = this.#o;
+    if (outcome.kind === 'poisoned' && messageCount(batch) > 1) {
+      await this.#bisect(state, batch, nowMs);
+      return;
+    }
     if (outcome.kind === 'poisoned') {
       const n = messageCount(batch);
       metrics.poisonedBatches.inc();
@@ -355,8 +362,24 @@ export class Engine {
       const entries: DeadLetterEntry[] = [];
       for (const x of r.rejects) {
         if (this.#isReplay(state, batch, x.msg)) continue;
+        const cut = x.elem < 0 ? batch.oversized?.get(x.msg) : undefined;
+        if (cut !== undefined) {
+          // Cut or refused at the source: too_large, with what the source knows of the original.
+          const detail = cut.detail ?? `message: ${cut.bytes} bytes, more than MAX_MESSAGE_BYTES=${this.#o.decoder.settings.maxMessageBytes}`;
+          const e = this.#entry(batch, x.msg, -1, 'too_large', detail);
+          if (cut.bytes >= 0) {
+            e.value_truncated = true;
+            e.value_bytes = cut.bytes;
+          } else {
+            e.value_truncated = true;
+          }
+          entries.push(e);
+          this.#count('too_large', 1);
+          continue;
+        }
         entries.push(this.#entry(batch, x.msg, x.elem, x.reason, x.detail, x.raw));
-        this.#count(x.reason, 1);
+        if (x.counts === undefined) this.#count(x.reason, 1);
+        else for (const [reason, n] of Object.entries(x.counts) as Array<[RejectReason, number]>) this.#count(reason, n);
       }
       await this.#o.deadLetter.write(entries);
     }
@@ -375,6 +398,25 @@ export class Engine {
     this.#setWatermarkGauge(batch.partition, state);
     await this.#emit(batch.partition, store.takeClosed(), state);
     this.#updateGauges();
+  }
+
+  /**
+   * A batch that crashed its worker (or ran it out of memory) twice: decoded again in halves, and each
+   * half that fails again in halves, until the poison messages stand alone. Only those are
+   * dead-lettered (poisoned_batch); every other record is applied, in the batch's order. At most
+   * 2 x log2(messages) runs per poison message.
+   */
+  async #bisect(state: PartitionState, batch: Batch, nowMs: number): Promise<void> {
+    const n = messageCount(batch);
+    const mid = Math.floor(n / 2);
+    this.#o.logger.warn({ partition: batch.partition, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
+    for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
+      const part = subBatch(batch, lo, hi);
+      if (this.#fatal !== null || state.dropped) return;
+      await this.#o.pool.acquire();
+      const outcome = await this.#o.pool.run(part, nowMs);
+      await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
+    }
   }
 
   /**
@@ -441,10 +483,17 @@ export class Engine {
   #entry(batch: Batch, msg: number, elem: number, reason: RejectReason, detail: string, raw?: string): DeadLetterEntry {
     let value: string;
     let encoding: 'utf8' | 'base64' = 'utf8';
+    let cutFrom: number | undefined;
     if (raw !== undefined) {
       value = raw;
     } else {
-      const bytes = messageBytes(batch, msg);
+      let bytes = messageBytes(batch, msg);
+      // A message over MAX_MESSAGE_BYTES keeps only its first MAX_MESSAGE_BYTES in the dead letter.
+      const max = this.#o.decoder.settings.maxMessageBytes;
+      if (reason === 'too_large' && bytes.length > max) {
+        cutFrom = bytes.length;
+        bytes = bytes.subarray(0, max);
+      }
       if (reason === 'invalid_utf8') {
         value = bytes.toString('base64');
         encoding = 'base64';
@@ -464,6 +513,10 @@ export class Engine {
       value,
       value_encoding: encoding,
     };
+    if (cutFrom !== undefined) {
+      e.value_truncated = true;
+      e.value_bytes = cutFrom;
+    }
     const pos = batch.positions?.[msg];
     if (pos !== undefined) e.offset = pos;
     const key = batch.keys?.[msg];
@@ -584,4 +637,27 @@ export class Engine {
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
   }
+}
+
+/** Messages lo..hi of a batch as a batch of their own (same partition and seq; positions follow). */
+function subBatch(b: Batch, lo: number, hi: number): Batch {
+  const base = b.offsets[lo]!;
+  const offsets = new Uint32Array(hi - lo + 1);
+  for (let i = lo; i <= hi; i++) offsets[i - lo] = b.offsets[i]! - base;
+  const part: Batch = {
+    partition: b.partition,
+    seq: b.seq,
+    data: b.data.subarray(base, b.offsets[hi]!),
+    offsets,
+    ...(b.positions === undefined ? {} : { positions: b.positions.slice(lo, hi) }),
+    ...(b.keys === undefined ? {} : { keys: b.keys.slice(lo, hi) }),
+    ...(b.startPosition === undefined || b.positions === undefined ? {} : { startPosition: Number(b.positions[lo]) }),
+    ...(b.endPosition === undefined || b.positions === undefined ? {} : { endPosition: hi < messageCount(b) ? Number(b.positions[hi]) : b.endPosition }),
+  };
+  if (b.oversized !== undefined) {
+    const o = new Map<number, { bytes: number; detail?: string }>();
+    for (const [i, v] of b.oversized) if (i >= lo && i < hi) o.set(i - lo, v);
+    if (o.size > 0) return { ...part, oversized: o };
+  }
+  return part;
 }

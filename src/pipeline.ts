@@ -127,6 +127,7 @@ export class Pipeline {
       sourceName: config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
       windowSeconds: config.windowSeconds,
       allowedLatenessSeconds: config.allowedLatenessSeconds,
+      watermarkConfirmRecords: config.watermarkConfirmRecords,
       maxSeries: config.maxSeries,
       decoder: new Decoder(settings),
       percentiles: config.percentiles,
@@ -153,6 +154,7 @@ export class Pipeline {
         batchSize: config.batchSize,
         batchMaxBytes: config.batchMaxBytes,
         intakeMaxBytes: config.kafka.intakeMaxBytes,
+        maxMessageBytes: config.maxMessageBytes,
         ...(sink.ownsPositions === true ? { positions: sink } : {}),
       });
       source = kafka;

@@ -55,6 +55,7 @@ export interface Config {
   groupBy: string[] | null;
   windowSeconds: number;
   allowedLatenessSeconds: number;
+  watermarkConfirmRecords: number;
   /** Percentiles (0..100) to report per window; empty = no sketches. */
   percentiles: number[];
   percentileAccuracy: number;
@@ -352,6 +353,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     groupBy,
     windowSeconds: r.int('WINDOW_SECONDS', 1, 86400),
     allowedLatenessSeconds: r.num('ALLOWED_LATENESS_SECONDS', 0, 86400 * 7),
+    watermarkConfirmRecords: r.int('WATERMARK_CONFIRM_RECORDS', 1, 1_000_000),
     percentiles: parsePercentiles(r),
     percentileAccuracy: r.num('PERCENTILE_ACCURACY', 0.0001, 0.1),
     maxSeries: r.int('MAX_SERIES', 1, 100_000_000),

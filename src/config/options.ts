@@ -1,6 +1,7 @@
 // The one table of options: environment variable, CLI flag (derived), default, help.
 // --help, the README table and the parser all read defaults from here.
 import { DECODER_DEFAULTS } from '../core/messages.js';
+import { WINDOW_STORE_DEFAULTS } from '../windows/store.js';
 
 export interface OptionDoc {
   readonly env: string;
@@ -29,6 +30,7 @@ export const OPTIONS = [
   { env: 'GROUP_BY', default: '', group: 'windows', help: 'comma list of dimension names a series is keyed by; empty = all dimensions' },
   { env: 'WINDOW_SECONDS', default: '60', group: 'windows', help: 'tumbling event-time window length, aligned to the epoch (1..86400, whole seconds)' },
   { env: 'ALLOWED_LATENESS_SECONDS', default: '5', group: 'windows', help: 'watermark = max event time seen - this; later records are dead-lettered as late' },
+  { env: 'WATERMARK_CONFIRM_RECORDS', default: String(WINDOW_STORE_DEFAULTS.confirmRecords), group: 'windows', help: 'records more than ALLOWED_LATENESS_SECONDS ahead of a partition\'s stream time move its watermark only once this many confirm the jump (1 = follow every record)' },
   { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', help: 'relative accuracy of the percentile sketch (0.0001..0.1)' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },

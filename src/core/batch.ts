@@ -19,6 +19,11 @@ export interface Batch {
   /** Source timestamps (ms) of the first and last message, for lag in seconds. */
   readonly firstTimestampMs?: number;
   readonly lastTimestampMs?: number;
+  /**
+   * Messages the source cut or could not read whole (message index -> size in bytes, and why): their
+   * dead letters are too_large, keep what the batch holds and say how big the original was.
+   */
+  readonly oversized?: ReadonlyMap<number, { readonly bytes: number; readonly detail?: string }>;
 }
 
 export function messageCount(b: Pick<Batch, 'offsets'>): number {

@@ -30,6 +30,13 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
   }
 }
 
+/**
+ * Element dead letters one JSON-array message may produce; the rest of its rejected elements become
+ * one summary entry (counts by reason), so a 1 MiB message of 500,000 bad elements cannot turn into
+ * 500,000 dead letters.
+ */
+export const MAX_ELEMENT_DEAD_LETTERS = 100;
+
 export class Decoder {
   readonly #settings: DecoderSettings;
   readonly #extract: Extractor;
@@ -122,9 +129,34 @@ export class Decoder {
       }
       const v = parsed.value;
       if (Array.isArray(v)) {
+        let shown = 0;
+        let counts: Partial<Record<Reject['reason'], number>> | null = null;
+        let more = 0;
+        const capped = (r: Reject): void => {
+          if (shown < MAX_ELEMENT_DEAD_LETTERS) {
+            shown++;
+            onReject(r);
+            return;
+          }
+          counts ??= {};
+          counts[r.reason] = (counts[r.reason] ?? 0) + 1;
+          more++;
+        };
         for (let j = 0; j < v.length; j++) {
           records++;
-          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, onReject);
+          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, capped);
+        }
+        if (counts !== null) {
+          const c: Partial<Record<Reject['reason'], number>> = counts;
+          const [top] = Object.entries(c).sort((a, b) => b[1] - a[1])[0]! as [Reject['reason'], number];
+          const list = Object.entries(c).map(([k, n]) => `${k} ${n}`).join(', ');
+          onReject({
+            msg: i,
+            elem: -1,
+            reason: top,
+            detail: `message: ${more} more rejected elements beyond the first ${MAX_ELEMENT_DEAD_LETTERS} (${list}); this entry stands for all of them`,
+            counts: c,
+          });
         }
       } else {
         records++;

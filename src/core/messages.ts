@@ -114,6 +114,11 @@ export interface Reject {
   readonly detail: string;
   /** The rejected array element re-serialised (only for elem >= 0; the main thread keeps whole messages). */
   readonly raw?: string;
+  /**
+   * A summary of the elements of one message rejected beyond MAX_ELEMENT_DEAD_LETTERS: how many per
+   * reason (reason above is the most frequent). One dead letter stands for all of them.
+   */
+  readonly counts?: Partial<Record<RejectReason, number>>;
 }
 
 export interface DecodeResult {

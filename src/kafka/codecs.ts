@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
 import { decompressFrame, compressFrame } from 'lz4-napi';
-import { decompress as zstdDecompress } from 'fzstd';
+import { Decompress as ZstdStream } from 'fzstd';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 
@@ -21,9 +21,116 @@ interface Codec {
   decompress(buffer: Buffer): Promise<Buffer>;
 }
 
+/** Defaults of the codec bound (the Kafka source passes KAFKA_INTAKE_MAX_BYTES). */
+export const CODEC_DEFAULTS = {
+  /** Bytes one compressed record batch may decompress to; more is refused before it is allocated. */
+  maxDecompressedBytes: 32 * 1024 * 1024,
+} as const;
+
+let maxDecompressedBytes: number = CODEC_DEFAULTS.maxDecompressedBytes;
+
+/** A compressed record batch whose output would exceed the bound. */
+export class DecompressionBoundError extends Error {
+  constructor(readonly codec: string, readonly compressedBytes: number, readonly bound: number) {
+    super(`a ${codec}-compressed record batch of ${compressedBytes} bytes decompresses to more than ${bound} bytes (KAFKA_INTAKE_MAX_BYTES): refused`);
+    this.name = 'DecompressionBoundError';
+  }
+}
+
+/** Record attribute of the stand-in records of a refused batch (Kafka leaves record attributes unused). */
+export const REFUSED_RECORD_ATTRIBUTE = 0x5a;
+/** Header on the first stand-in record: why the batch was refused. */
+export const REFUSED_HEADER = 'streamstats-refused';
+
+function zigzag(n: number, out: number[]): void {
+  let v = n >= 0 ? n * 2 : -n * 2 - 1;
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+}
+
+/**
+ * kafkajs decodes as many records from the decompressed bytes as the batch header says. A refused
+ * batch becomes that many stand-in records (empty value, REFUSED_RECORD_ATTRIBUTE, the reason in a
+ * header of the first), which the source dead-letters as too_large: the offsets are accounted for and
+ * consumption goes on. The header sits just before the compressed bytes in kafkajs's fetch buffer
+ * (a view, not a copy): records count at -4, lastOffsetDelta at -38, magic at -45. Null when the
+ * bytes there are not a v2 batch header, or the stand-ins would be too many to hold.
+ */
+function standIns(compressed: Buffer, err: DecompressionBoundError): Buffer | null {
+  const o = compressed.byteOffset;
+  if (o < 61) return null;
+  const head = Buffer.from(compressed.buffer, o - 61, 61);
+  const count = head.readInt32BE(57);
+  const lastOffsetDelta = head.readInt32BE(23);
+  if (head.readInt8(16) !== 2 || count < 1 || count > lastOffsetDelta + 1 || count > err.bound / 16) return null;
+  const out: number[] = [];
+  const reason = Buffer.from(err.message);
+  for (let i = 0; i < count; i++) {
+    const rec: number[] = [REFUSED_RECORD_ATTRIBUTE];
+    zigzag(0, rec); // timestamp delta
+    zigzag(i === count - 1 ? lastOffsetDelta : i, rec);
+    zigzag(-1, rec); // key: null
+    zigzag(0, rec); // value: empty
+    if (i === 0) {
+      zigzag(1, rec);
+      zigzag(REFUSED_HEADER.length, rec);
+      for (const c of Buffer.from(REFUSED_HEADER)) rec.push(c);
+      zigzag(reason.length, rec);
+      for (const c of reason) rec.push(c);
+    } else {
+      zigzag(0, rec);
+    }
+    zigzag(rec.length, out);
+    for (const b of rec) out.push(b);
+  }
+  return Buffer.from(out);
+}
+
+/** Decompresses with the bound; a batch over it becomes stand-in records (or, failing that, the error). */
+function bounded(codec: string, decompress: (b: Buffer, max: number) => Promise<Buffer>): (b: Buffer) => Promise<Buffer> {
+  return async (buffer) => {
+    const max = maxDecompressedBytes;
+    try {
+      return await decompress(buffer, max);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (!(err instanceof DecompressionBoundError) && code !== 'ERR_BUFFER_TOO_LARGE') throw err;
+      const e = err instanceof DecompressionBoundError ? err : new DecompressionBoundError(codec, buffer.length, max);
+      const s = standIns(buffer, e);
+      if (s === null) throw e;
+      return s;
+    }
+  };
+}
+
+const gunzip = promisify(zlib.unzip);
+
+const gzip: () => Codec = () => ({
+  compress: async (encoder) => promisify(zlib.gzip)(encoder.buffer),
+  decompress: bounded('gzip', (b, max) => gunzip(b, { maxOutputLength: max })),
+});
+
+/** LZ4 frame: the content size, when the frame declares it (FLG bit 3), is checked before decoding. */
+function lz4DeclaredSize(b: Buffer): number | null {
+  if (b.length < 15 || b.readUInt32LE(0) !== 0x184d2204) return null;
+  if ((b[4]! & 0x08) === 0) return null;
+  return Number(b.readBigUInt64LE(6));
+}
+
 const lz4: () => Codec = () => ({
   compress: async (encoder) => compressFrame(encoder.buffer),
-  decompress: async (buffer) => decompressFrame(buffer),
+  decompress: bounded('lz4', async (b, max) => {
+    // Without a declared size the output is at most 255 times the input (LZ4's largest ratio), and
+    // the input at most one fetch: checked after decoding.
+    const declared = lz4DeclaredSize(b);
+    if (declared !== null && declared > max) throw new DecompressionBoundError('lz4', b.length, max);
+    const out = await decompressFrame(b);
+    if (out.length > max) throw new DecompressionBoundError('lz4', b.length, max);
+    return out;
+  }),
 });
 
 type ZstdFn = (b: Buffer, cb: (err: Error | null, out: Buffer) => void) => void;
@@ -36,20 +143,34 @@ const zstd: () => Codec = () => {
     compress: (encoder) => compress === null
       ? Promise.reject(new Error('zstd compression needs Node >= 22.15 (node:zlib); consuming zstd topics works on every version'))
       : compress(encoder.buffer),
-    decompress: async (buffer) => {
-      const out = zstdDecompress(buffer);
-      return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
-    },
+    // Streamed block by block, stopped as soon as the output passes the bound.
+    decompress: bounded('zstd', async (buffer, max) => {
+      const parts: Uint8Array[] = [];
+      let n = 0;
+      const d = new ZstdStream((chunk) => {
+        n += chunk.length;
+        if (n > max) throw new DecompressionBoundError('zstd', buffer.length, max);
+        parts.push(chunk);
+      });
+      d.push(buffer, true);
+      return Buffer.concat(parts, n);
+    }),
   };
 };
 
 let registered = false;
 
-/** Idempotent: registers the codecs in this process (consumers decompress in the fetch path). */
-export function registerCodecs(): void {
+/**
+ * Idempotent: registers the codecs in this process (consumers decompress in the fetch path).
+ * maxBytes bounds what one compressed record batch may decompress to (the last call's value wins).
+ */
+export function registerCodecs(maxBytes: number = CODEC_DEFAULTS.maxDecompressedBytes): void {
+  if (!(Number.isSafeInteger(maxBytes) && maxBytes >= 1)) throw new RangeError(`maxBytes (${maxBytes}) must be an integer >= 1`);
+  maxDecompressedBytes = maxBytes;
   if (registered) return;
   registered = true;
   const codecs = CompressionCodecs as unknown as Record<number, () => Codec>;
+  codecs[CompressionTypes.GZIP] = gzip;
   codecs[CompressionTypes.Snappy] = snappyCodec;
   codecs[CompressionTypes.LZ4] = lz4;
   codecs[CompressionTypes.ZSTD] = zstd;

@@ -1,6 +1,7 @@
 // Metric definitions. The registry is passed in (never the global one), so tests and several
 // engines in one process never share state.
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { logLinesDropped } from '../logger.js';
 import { REJECT_REASONS } from '../core/messages.js';
 import { VERSION } from '../config/version.js';
 
@@ -58,7 +59,16 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       labelNames: ['retried'] as const,
       registers,
     }),
-    poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Batches that failed twice and were dead-lettered whole', registers }),
+    logLinesDropped: new Counter({
+      name: `${PREFIX}log_lines_dropped_total`,
+      help: 'Log lines dropped because stderr did not take them (a stuck or slow log reader)',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(logLinesDropped());
+      },
+    }),
+    poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Poison messages (batches bisected down to one message) dead-lettered after two failures', registers }),
     windowsEmitted: new Counter({ name: `${PREFIX}windows_emitted_total`, help: 'Statistics rows emitted (one per window and series)', registers }),
     openSeries: new Gauge({ name: `${PREFIX}open_series`, help: 'Series with at least one open window', registers }),
     openWindows: new Gauge({ name: `${PREFIX}open_windows`, help: 'Distinct open window starts, over all partitions', registers }),

@@ -1,9 +1,39 @@
 // Splits a byte stream into raw JSON messages without parsing them: NDJSON lines, or the elements of
 // top-level JSON arrays (any size: nothing but the current element is held). Parsing stays in the
-// workers; this only finds boundaries (strings and escapes respected, nesting counted).
+// workers; this only finds boundaries (strings and escapes respected, nesting counted by kind).
+//
+// A broken element of a top-level array costs that element only. An element is broken when a
+// closing bracket does not match its opener, a string holds a raw control character (a line break:
+// an unterminated string), a byte outside strings cannot be JSON (an unterminated string flipped
+// what is inside and outside strings), or it nests deeper than MAX_DEPTH. The splitter then finds the
+// next element boundary again: the first `}` `,` `{` (whitespace allowed between) after the element's
+// start; the bytes before it are one message (rejected as malformed_json by the decoder), and
+// scanning starts afresh at the `{`. A stray `}` between elements never ends the array (only `]`
+// does). Elements are objects in every format the engine reads, which is what makes `},{` the
+// boundary to look for.
 
 const LF = 0x0a, CR = 0x0d, SP = 0x20, TAB = 0x09, COMMA = 0x2c, QUOTE = 0x22, BSLASH = 0x5c;
 const LBRACK = 0x5b, RBRACK = 0x5d, LBRACE = 0x7b, RBRACE = 0x7d;
+
+/** Deeper nesting than this is broken (JSON.parse gives up far earlier); bounds the splitter's stack. */
+export const MAX_DEPTH = 10_000;
+
+/** Bytes that can appear outside strings in JSON: whitespace, structure, numbers, true/false/null. */
+const JSON_BARE = new Uint8Array(256);
+for (const c of ' \t\r\n{}[],:"0123456789-+.eEtruefalsn') JSON_BARE[c.charCodeAt(0)] = 1;
+
+/** Index of the `{` of the first `}` ws* `,` ws* `{` in buf at or after from; -1 if none. */
+function findBoundary(buf: Buffer, from: number): { close: number; open: number } | null {
+  for (let k = buf.indexOf(RBRACE, from); k !== -1; k = buf.indexOf(RBRACE, k + 1)) {
+    let j = k + 1;
+    while (j < buf.length && isWs(buf[j]!)) j++;
+    if (buf[j] !== COMMA) continue;
+    j++;
+    while (j < buf.length && isWs(buf[j]!)) j++;
+    if (buf[j] === LBRACE) return { close: k, open: j };
+  }
+  return null;
+}
 
 function isWs(b: number): boolean {
   return b === SP || b === LF || b === CR || b === TAB;
@@ -28,6 +58,15 @@ export class JsonSplitter {
   #inString = false;
   #escape = false;
   #inElement = false;
+  /** Opener (LBRACE or LBRACK) at each depth; [0] is the top-level array. */
+  readonly #stack = new Uint8Array(MAX_DEPTH + 1);
+  /** A broken element: scanning for the next `}` `,` `{` boundary; #rs = how much of it was seen. */
+  #resync = false;
+  #rs = 0;
+  /** Bytes to scan again before the rest of the current chunk (an element boundary found inside a broken element). */
+  #refeed: Buffer | null = null;
+  /** Broken array elements seen (a resynchronisation each). */
+  broken = 0;
 
   constructor(
     private readonly maxBytes: number,
@@ -35,27 +74,40 @@ export class JsonSplitter {
   ) {}
 
   push(chunk: Buffer): void {
-    let i = 0;
-    while (i < chunk.length) {
-      if (this.#mode === 'detect') {
-        while (i < chunk.length && isWs(chunk[i]!)) i++;
-        if (i >= chunk.length) return;
-        if (chunk[i] === LBRACK) {
-          this.#mode = 'array';
-          this.#depth = 1;
-          this.#inElement = false;
-          i++;
-        } else {
-          this.#mode = 'ndjson';
+    const pending: Buffer[] = [chunk];
+    while (pending.length > 0) {
+      const buf = pending.pop()!;
+      let i = 0;
+      while (i < buf.length) {
+        if (this.#mode === 'detect') {
+          while (i < buf.length && isWs(buf[i]!)) i++;
+          if (i >= buf.length) break;
+          if (buf[i] === LBRACK) {
+            this.#mode = 'array';
+            this.#depth = 1;
+            this.#stack[0] = LBRACK;
+            this.#inElement = false;
+            i++;
+          } else {
+            this.#mode = 'ndjson';
+          }
+          continue;
         }
-        continue;
+        i = this.#mode === 'ndjson' ? this.#ndjson(buf, i) : this.#array(buf, i);
+        if (this.#refeed !== null) {
+          // Scan the re-found element first, then the rest of this buffer.
+          if (i < buf.length) pending.push(buf.subarray(i));
+          pending.push(this.#refeed);
+          this.#refeed = null;
+          break;
+        }
       }
-      i = this.#mode === 'ndjson' ? this.#ndjson(chunk, i) : this.#array(chunk, i);
     }
   }
 
   /** End of input: a trailing line without newline, or an unterminated array element, is emitted as is. */
   end(): void {
+    if (this.#resync) this.#dropSeparator(RBRACK);
     if (this.#partLen > 0) this.#emit();
     this.#mode = 'detect';
     this.#inString = false;
@@ -63,6 +115,8 @@ export class JsonSplitter {
     this.#inElement = false;
     this.#depth = 0;
     this.#lineStart = true;
+    this.#resync = false;
+    this.#rs = 0;
   }
 
   #append(chunk: Buffer, start: number, end: number): void {
@@ -124,18 +178,47 @@ export class JsonSplitter {
     let start = this.#inElement ? i : -1;
     for (; i < chunk.length; i++) {
       const b = chunk[i]!;
+      if (this.#resync) {
+        if (b === RBRACE) this.#rs = 1;
+        else if (b === COMMA && this.#rs === 1) this.#rs = 2;
+        else if (b === LBRACE && this.#rs === 2) {
+          // The next element starts here: the broken one ends before it.
+          this.#append(chunk, start, i);
+          this.#dropSeparator();
+          this.#emit();
+          this.#resync = false;
+          this.#rs = 0;
+          this.#inString = false;
+          this.#escape = false;
+          this.#depth = 2;
+          this.#stack[1] = LBRACE;
+          this.#inElement = true;
+          start = i;
+        } else if (!isWs(b)) this.#rs = 0;
+        continue;
+      }
       if (this.#inString) {
         if (this.#escape) this.#escape = false;
         else if (b === BSLASH) this.#escape = true;
         else if (b === QUOTE) this.#inString = false;
+        else if (b < 0x20) return this.#broken(chunk, start, i);
         continue;
       }
       if (b === QUOTE) {
         this.#inString = true;
       } else if (b === LBRACE || b === LBRACK) {
-        this.#depth++;
+        if (this.#depth >= MAX_DEPTH) return this.#broken(chunk, start, i);
+        this.#stack[this.#depth++] = b;
       } else if (b === RBRACE || b === RBRACK) {
         if (this.#depth === 1) {
+          if (b === RBRACE) {
+            // A stray `}` between elements: part of the (broken) element, never the end of the array.
+            if (!this.#inElement) {
+              this.#inElement = true;
+              start = i;
+            }
+            continue;
+          }
           // End of the top-level array.
           if (this.#inElement) {
             this.#append(chunk, start, i);
@@ -146,6 +229,7 @@ export class JsonSplitter {
           this.#mode = 'detect';
           return i + 1;
         }
+        if (this.#stack[this.#depth - 1] !== (b === RBRACE ? LBRACE : LBRACK)) return this.#broken(chunk, start, i);
         this.#depth--;
         continue;
       } else if (b === COMMA && this.#depth === 1) {
@@ -156,6 +240,8 @@ export class JsonSplitter {
         this.#inElement = false;
         start = -1;
         continue;
+      } else if (this.#depth > 1 && JSON_BARE[b] === 0) {
+        return this.#broken(chunk, start, i);
       }
       if (!this.#inElement && !isWs(b)) {
         this.#inElement = true;
@@ -164,5 +250,55 @@ export class JsonSplitter {
     }
     if (this.#inElement) this.#append(chunk, start, chunk.length);
     return i;
+  }
+
+  /** Drops the `,` (or at the end, the `]`) and whitespace after a broken element's last `}`. */
+  #dropSeparator(sep = COMMA): void {
+    if (this.#overflow) return;
+    let comma = false;
+    while (this.#parts.length > 0) {
+      const last = this.#parts[this.#parts.length - 1]!;
+      let e = last.length;
+      while (e > 0 && (isWs(last[e - 1]!) || (!comma && last[e - 1] === sep))) {
+        if (last[e - 1] === sep) comma = true;
+        e--;
+      }
+      this.#partLen -= last.length - e;
+      if (e > 0) {
+        this.#parts[this.#parts.length - 1] = last.subarray(0, e);
+        return;
+      }
+      this.#parts.pop();
+    }
+  }
+
+  /**
+   * The element holding chunk[i] is broken. If a `}` `,` `{` boundary lies inside what was read of
+   * it, the bytes before are one message and the rest is scanned again; otherwise the splitter skips
+   * ahead (the bytes still count toward the broken message) to the next boundary.
+   */
+  #broken(chunk: Buffer, start: number, i: number): number {
+    this.broken++;
+    this.#append(chunk, start, i + 1);
+    this.#inString = false;
+    this.#escape = false;
+    if (!this.#overflow && this.#partLen > 0) {
+      const el = this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts, this.#partLen);
+      const at = findBoundary(el, 1);
+      if (at !== null) {
+        this.#parts = [el.subarray(0, at.close + 1)];
+        this.#partLen = at.close + 1;
+        this.#emit();
+        this.#depth = 1;
+        this.#inElement = false;
+        this.#refeed = el.subarray(at.open);
+        return i + 1;
+      }
+    }
+    this.#resync = true;
+    this.#rs = 0;
+    // Continue in resync mode with this element still open (its bytes go on accumulating, capped).
+    if (i + 1 >= chunk.length) return i + 1;
+    return this.#array(chunk, i + 1);
   }
 }

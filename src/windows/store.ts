@@ -7,6 +7,107 @@ import { emptyMoments, mergeMoments, type Moments } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
 import { Sketch } from '../core/sketch.js';
 
+/** Defaults of the window store's options (the options table takes WATERMARK_CONFIRM_RECORDS from here). */
+export const WINDOW_STORE_DEFAULTS = {
+  /** Records at or beyond a forward jump of event time needed before the watermark follows it. */
+  confirmRecords: 10,
+} as const;
+
+/** Event-time evidence: n records at or after time t (ms). */
+export interface TimePoint {
+  t: number;
+  n: number;
+}
+
+/**
+ * The partition's stream time, from which the watermark (stream time - lateness) follows.
+ *
+ * A record within `jumpMs` (the allowed lateness) of stream time moves it freely: such a record can
+ * never make a later in-order record late. A record further ahead is held, as evidence of a jump:
+ * stream time follows only once `confirm` records at or beyond a point confirm it (within this batch
+ * or across consecutive batches that each bring such records), and then to the confirm-th largest of
+ * their event times, so fewer than `confirm` outliers never move it. A batch with no record ahead of
+ * the bound clears the evidence. Until stream time exists (a new partition without a restored
+ * watermark), every record counts as ahead: the first `confirm` records start it.
+ * The evidence held is at most `confirm - 1` records' worth of points.
+ */
+export class StreamClock {
+  readonly #jumpMs: number;
+  readonly #confirm: number;
+  #stream = -Infinity;
+  /** Held evidence ahead of stream time + jump, ascending by time; its total n is < confirm. */
+  #held: TimePoint[] = [];
+
+  constructor(jumpMs: number, confirm: number) {
+    if (!(jumpMs >= 0)) throw new RangeError(`jumpMs (${jumpMs}) must be >= 0`);
+    if (!(Number.isSafeInteger(confirm) && confirm >= 1)) throw new RangeError(`confirm (${confirm}) must be an integer >= 1`);
+    this.#jumpMs = jumpMs;
+    this.#confirm = confirm;
+  }
+
+  get streamMs(): number {
+    return this.#stream;
+  }
+
+  /** Records held as evidence of a jump not yet confirmed. */
+  get heldRecords(): number {
+    let n = 0;
+    for (const p of this.#held) n += p.n;
+    return n;
+  }
+
+  /** Stream time is at least ms (a restored or wall-clock watermark + lateness); never moves back. */
+  raise(ms: number): void {
+    if (ms > this.#stream) this.#stream = ms;
+  }
+
+  /** One batch's evidence. */
+  observe(points: readonly TimePoint[]): void {
+    const limit = this.#stream + this.#jumpMs;
+    let ahead = false;
+    for (const p of points) if (p.n > 0 && !(p.t <= limit)) ahead = true;
+    const all = [...this.#held, ...points.filter((p) => p.n > 0)].sort((a, b) => a.t - b.t);
+    let i = this.#chain(all, 0);
+    if (!ahead) {
+      // Nothing of this batch is beyond the bound: earlier evidence was not confirmed in time.
+      this.#held = [];
+      return;
+    }
+    let total = 0;
+    for (let j = i; j < all.length; j++) total += all[j]!.n;
+    if (total >= this.#confirm) {
+      let acc = 0;
+      let j = all.length - 1;
+      for (; j >= i; j--) {
+        acc += all[j]!.n;
+        if (acc >= this.#confirm) break;
+      }
+      this.raise(all[j]!.t);
+      i = this.#chain(all, j);
+    }
+    this.#held = all.slice(i);
+  }
+
+  /** Advances stream time over points (ascending) within the jump bound, from index i; returns the first point beyond it. */
+  #chain(all: readonly TimePoint[], i: number): number {
+    while (i < all.length && all[i]!.t <= this.#stream + this.#jumpMs) {
+      if (all[i]!.t > this.#stream) this.#stream = all[i]!.t;
+      i++;
+    }
+    return i;
+  }
+}
+
+/**
+ * What a batch's partial of n records proves about event times: one record at its latest time, and
+ * n - 1 at or after its earliest (the records in between are not known one by one).
+ */
+export function cellPoints(tsMin: number, tsMax: number, count: number, out: TimePoint[]): void {
+  if (count <= 0) return;
+  out.push({ t: tsMax, n: 1 });
+  if (count > 1) out.push({ t: tsMin, n: count - 1 });
+}
+
 /** Open-series accounting shared by all partitions, so MAX_SERIES bounds the whole process. */
 export class SeriesBudget {
   open = 0;
@@ -42,13 +143,15 @@ export class WindowStore {
   readonly #seriesRefs = new Map<string, number>();
   #maxEventMs = -Infinity;
   #watermark = -Infinity;
+  readonly #clock: StreamClock;
   /** window start -> smallest source position that contributed to it (commits never pass it) */
   readonly #minPosition = new Map<number, number>();
   /** Position after the last applied batch; null before any. */
   #appliedEnd: number | null = null;
 
-  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number }) {
+  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
+    this.#clock = new StreamClock(opts.latenessMs, opts.confirmRecords ?? WINDOW_STORE_DEFAULTS.confirmRecords);
     this.#windowMs = opts.windowMs;
     this.#latenessMs = opts.latenessMs;
     this.#budget = opts.budget;
@@ -60,6 +163,16 @@ export class WindowStore {
 
   get maxEventMs(): number {
     return this.#maxEventMs;
+  }
+
+  /** Stream time (the watermark + lateness), from a jump-resistant rule: see StreamClock. */
+  get streamMs(): number {
+    return this.#clock.streamMs;
+  }
+
+  /** Records held in their windows as evidence of a forward jump not yet confirmed. */
+  get heldRecords(): number {
+    return this.#clock.heldRecords;
   }
 
   get openSeries(): number {
@@ -80,6 +193,7 @@ export class WindowStore {
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
     const cells = result.cells;
+    const points: TimePoint[] = [];
     for (let o = 0; o < cells.length; o += CELL.STRIDE) {
       const key = result.series[cells[o + CELL.SERIES]!]!;
       const ws = cells[o + CELL.WINDOW_START]!;
@@ -128,13 +242,13 @@ export class WindowStore {
         tsMin: cells[o + CELL.TS_MIN]!,
         tsMax: cells[o + CELL.TS_MAX]!,
       });
+      cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, count, points);
       accepted += count;
     }
     if (positions !== undefined) this.#appliedEnd = positions.end;
-    if (result.maxEventMs > this.#maxEventMs) {
-      this.#maxEventMs = result.maxEventMs;
-      this.#watermark = Math.max(this.#watermark, this.#maxEventMs - this.#latenessMs);
-    }
+    if (result.maxEventMs > this.#maxEventMs) this.#maxEventMs = result.maxEventMs;
+    this.#clock.observe(points);
+    this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
   }
 
@@ -154,9 +268,10 @@ export class WindowStore {
     return this.#appliedEnd;
   }
 
-  /** Moves the watermark forward (idle partitions follow the wall clock); never backward. */
+  /** Moves the watermark forward (restored, or idle partitions following the wall clock); never backward. */
   advanceWatermark(ms: number): void {
     if (ms > this.#watermark) this.#watermark = ms;
+    this.#clock.raise(ms + this.#latenessMs);
   }
 
   /** Removes and returns every window the watermark has closed, oldest first. */

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { fileURLToPath } from 'node:url';
 import { CRASHING_WORKER, runPipeline } from '../fixtures/harness.js';
 
 const good = (name: string) => JSON.stringify({ metric: { name, timestamp: 1_700_000_000_000, value: 2 } });
@@ -28,16 +29,33 @@ for (const [what, marker, env] of [
   ['exits', '"exit"', {}],
   ['runs out of memory', '"oom"', { WORKER_MAX_MEMORY_MB: '128' }],
 ] as const) {
-  t.test(`a worker that ${what}: the batch is retried once, then dead-lettered whole; the stream goes on`, async (t) => {
+  t.test(`a worker that ${what}: the batch is retried once, then bisected until the poison message stands alone; the stream goes on`, async (t) => {
     const run = await withFault(t, marker, env);
-    t.same(run.rows.map((r) => r.name).sort(), ['a', 'b', 'd', 'e'], 'the other batches are applied');
+    t.same(run.rows.map((r) => r.name).sort(), ['a', 'b', 'c', 'd', 'e'], 'every good record is applied, the one sharing the poisoned batch too');
     const poisoned = run.deadLetters.filter((d) => d.reason === 'poisoned_batch');
-    t.equal(poisoned.length, 2, 'both messages of the failed batch are dead-lettered');
-    t.same(poisoned.map((d) => d.value), [marker, good('c')], 'with their original bytes');
-    t.match(poisoned[0]?.detail, /worker failed twice on this batch/);
+    t.equal(poisoned.length, 1, 'only the poison message is dead-lettered');
+    t.same(poisoned.map((d) => d.value), [marker], 'with its original bytes');
+    t.match(poisoned[0]?.detail, /isolated by bisection; worker failed twice on this batch/);
+    t.equal(run.deadLetters.length, 1);
     t.equal(run.summary.poisonedBatches, 1);
     const m = await run.registry.getSingleMetricAsString('streamstats_worker_failures_total');
-    t.match(m, /retried="true"\} 1/);
-    t.match(m, /retried="false"\} 1/);
+    t.match(m, /retried="true"\} 2/, 'the batch, then the half holding the poison');
+    t.match(m, /retried="false"\} 2/);
   });
 }
+
+t.test('regression: four poison messages in one batch cost those four only (bisection), every good record is applied', async (t) => {
+  const lines: string[] = [];
+  for (let i = 0; i < 40; i++) lines.push([3, 17, 18, 33].includes(i) ? '"poison"' : good(`m${i}`));
+  const run = await runPipeline(
+    t,
+    { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '40', WORKER_THREADS: '1' },
+    { workerFile: fileURLToPath(new URL('../fixtures/poison-anywhere-worker.js', import.meta.url)), files: { 'in.ndjson': lines.join('\n') } },
+  );
+  t.equal(run.summary.ok, 36, 'the 36 good records are applied');
+  t.equal(run.rows.length, 36);
+  const poisoned = run.deadLetters.filter((d) => d.reason === 'poisoned_batch');
+  t.same(poisoned.map((d) => d.value), ['"poison"', '"poison"', '"poison"', '"poison"'], 'the four poison messages are dead-lettered');
+  t.equal(run.deadLetters.length, 4, 'and nothing else');
+  t.equal(run.summary.records, 40, 'records in = ok + rejected');
+});

@@ -67,7 +67,8 @@ function hostile(): Hostile[] {
     { value: monasca('year.3000', 1, Date.UTC(3000, 0, 1)), expect: [{ reason: 'future_timestamp' }] },
     // Valid, but its window closed long ago (the watermark is in 2020 by then).
     { value: monasca('year.2000', 1, Date.UTC(2000, 0, 1)), expect: [{ reason: 'late' }] },
-    { value: `"${'x'.repeat(MAX_MESSAGE_BYTES + 1000)}"`, expect: [{ reason: 'too_large' }] },
+    // The dead letter keeps the first MAX_MESSAGE_BYTES (flagged with the whole size), never the whole value.
+    { value: `"${'x'.repeat(MAX_MESSAGE_BYTES + 1000)}"`, expect: [{ reason: 'too_large', bytes: Buffer.from(`"${'x'.repeat(MAX_MESSAGE_BYTES - 1)}`) }] },
     // 100,000 levels: V8 parses them; the record inside is not an object / has no metric name. The
     // array's one element is too deep to re-serialise, so its dead letter carries the whole message
     // (with element 0 in the headers).

@@ -18,7 +18,7 @@ import type { SourceBatch } from '../types.js';
 import type { PartitionPositions, Sink } from '../../sinks/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
 import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit-meta.js';
-import { registerCodecs } from '../../kafka/codecs.js';
+import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE, registerCodecs } from '../../kafka/codecs.js';
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
@@ -33,6 +33,8 @@ export interface KafkaSourceOptions {
    * fetching again, so pausing early starves the pool.
    */
   readonly intakeMaxBytes: number;
+  /** MAX_MESSAGE_BYTES: longer values are copied into batches cut to this + 1 bytes. */
+  readonly maxMessageBytes?: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
   readonly positions?: Pick<Sink, 'readPositions'>;
 }
@@ -92,7 +94,7 @@ export class KafkaSource {
   constructor(opts: KafkaSourceOptions) {
     this.#o = opts;
     this.describe = `kafka:${opts.kafka.topics.join(',')}`;
-    registerCodecs();
+    registerCodecs(opts.intakeMaxBytes);
     this.#kafka = new kafkajs.Kafka(kafkajsConfig(opts.kafka, opts.logger));
   }
 
@@ -347,6 +349,9 @@ export class KafkaSource {
     const builder = new BatchBuilder(Math.min(batchMaxBytes, 1 << 20));
     let positions: string[] = [];
     let keys: Array<Buffer | null> = [];
+    let oversized = new Map<number, { bytes: number; detail?: string }>();
+    let refusal: string | null = null;
+    const maxMessageBytes = this.#o.maxMessageBytes ?? Infinity;
     let firstTs = 0;
     let lastTs = 0;
     const msgs = batch.messages;
@@ -362,19 +367,34 @@ export class KafkaSource {
         endPosition,
         firstTimestampMs: firstTs,
         lastTimestampMs: lastTs,
+        ...(oversized.size > 0 ? { oversized } : {}),
       };
       this.#intake.push({ gen: l.gen, live: l, batch: b });
       this.#intakeBytes += data.length;
       positions = [];
       keys = [];
+      oversized = new Map();
     };
     for (let i = 0; i < msgs.length; i++) {
       const m = msgs[i]!;
       const ts = Number(m.timestamp);
       if (builder.count === 0) firstTs = ts;
       lastTs = ts;
-      // A null value (tombstone) becomes an empty message: dead-lettered as empty_message, not dropped.
-      builder.push(m.value ?? Buffer.alloc(0));
+      const attributes = (m as { attributes?: number }).attributes;
+      if (attributes === REFUSED_RECORD_ATTRIBUTE && m.value !== null && m.value.length === 0) {
+        // A stand-in for a record of a compressed batch refused by the decompression bound.
+        const h = m.headers?.[REFUSED_HEADER];
+        if (h !== undefined) refusal = String(h);
+        oversized.set(builder.count, { bytes: -1, detail: refusal ?? 'compressed record batch over the decompression bound: refused' });
+        builder.push(Buffer.alloc(0));
+      } else if (m.value !== null && m.value.length > maxMessageBytes) {
+        // Only what the decoder needs to reject it as too_large (and the dead letter keeps) is copied.
+        oversized.set(builder.count, { bytes: m.value.length });
+        builder.push(m.value.subarray(0, maxMessageBytes + 1));
+      } else {
+        // A null value (tombstone) becomes an empty message: dead-lettered as empty_message, not dropped.
+        builder.push(m.value ?? Buffer.alloc(0));
+      }
       positions.push(m.offset);
       keys.push(m.key ?? null);
       const last = i === msgs.length - 1;
