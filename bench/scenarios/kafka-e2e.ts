@@ -15,6 +15,7 @@
 // Every run is timed on the parent's clock, from spawn to the last message processed, and from the
 // first message seen to the last (which leaves out the group join). The scenario also exports the
 // helpers that scenario 6 (sustained.ts) uses: broker checks, topics, an engine process with /metrics.
+import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -145,7 +146,10 @@ function workloadCells(topic: string, count: number): { rows: number; maxTsMs: n
   return { rows: cells.size, maxTsMs };
 }
 
-/** One Monasca point per partition at tsMs, in a series of its own: it closes every earlier window. */
+/**
+ * Monasca points per partition from tsMs on, in a series of their own: as many as streamstats' watermark
+ * needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), so they close every earlier window in both engines.
+ */
 async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
   const producer = new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING }).producer();
   await producer.connect();
@@ -153,10 +157,10 @@ async function appendFlushPoints(topic: string, partitions: number, tsMs: number
     await producer.send({
       topic,
       acks: -1,
-      messages: Array.from({ length: partitions }, (_, p) => ({
-        partition: p,
-        key: `${FLUSH_NAME}|${p}`,
-        value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${p}` }, timestamp: tsMs, value: 0 }, meta: { tenantId: 'bench', region: 'RegionOne' } }),
+      messages: Array.from({ length: partitions * WINDOW_STORE_DEFAULTS.confirmRecords }, (_, i) => ({
+        partition: i % partitions,
+        key: `${FLUSH_NAME}|${i % partitions}`,
+        value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${i % partitions}` }, timestamp: tsMs + Math.floor(i / partitions), value: 0 }, meta: { tenantId: 'bench', region: 'RegionOne' } }),
       })),
     });
   } finally {
@@ -544,13 +548,14 @@ export const kafkaE2eScenario: Scenario = {
     let threads = NaN;
     let rows = NaN;
     try {
-      ctx.log(`  kafka-e2e: loading ${fmt.int(n)} messages into ${topic} (${partitions} partitions) with streamstats-produce, + ${partitions} flush points`);
+      ctx.log(`  kafka-e2e: loading ${fmt.int(n)} messages into ${topic} (${partitions} partitions) with streamstats-produce, + ${partitions * WINDOW_STORE_DEFAULTS.confirmRecords} flush points`);
       const loadSeconds = await loadTopic(topic, n, partitions);
       const workload = workloadCells(topic, n);
       const flushMs = workload.maxTsMs + 3_600_000;
       await appendFlushPoints(topic, partitions, flushMs);
       const stored = await messagesIn(topic);
-      if (stored !== n + partitions) throw new Error(`kafka-e2e: topic ${topic} holds ${stored} messages, expected ${n} + ${partitions}`);
+      const flush = partitions * WINDOW_STORE_DEFAULTS.confirmRecords;
+      if (stored !== n + flush) throw new Error(`kafka-e2e: topic ${topic} holds ${stored} messages, expected ${n} + ${flush}`);
       const expectedRows = workload.rows;
       ctx.log(`  kafka-e2e: loaded in ${fmt.secs(loadSeconds)} s; every run must write ${fmt.int(expectedRows)} rows`);
       const variants: Variant[] = [
@@ -668,7 +673,7 @@ export const kafkaE2eScenario: Scenario = {
         '',
         `A topic of ${fmt.int(n)} seed-000 Monasca points (1000 names x 4 hosts, ${partitions} partitions, keyed by series, no compression), loaded once for the run with ` +
           `\`KAFKA_TOPICS=<random> GEN_COUNT=${n} PRODUCE_PARTITIONS=${partitions} node dist/src/tools/produce.js\` (${fmt.secs(loadSeconds)} s) and deleted at the end, ` +
-          `followed by one flush point per partition an hour later in event time (below). ` +
+          `followed by ${WINDOW_STORE_DEFAULTS.confirmRecords} flush points per partition an hour later in event time (below). ` +
           'Every run is a fresh child process with a fresh consumer group reading from the beginning, on the local single-node broker (same machine: the broker, and PostgreSQL for (h), share the 2 CPUs). ' +
           `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, the eight variants alternated (a b c d e f g h a b ...)${ctx.mode === 'quick' ? ' (quick mode: 3 rounds instead of 5, to keep the run short)' : ''}.`,
         '',
@@ -694,7 +699,7 @@ export const kafkaE2eScenario: Scenario = {
         '',
         `Every run must write all ${fmt.int(expectedRows)} rows of the workload, one per (series, 60 s window) (counted from the generator). ` +
           'Kafka Streams\' suppress emits a window only once stream time passes its end + grace, and streamstats\' watermark closes windows the same way, ' +
-          `so the ${partitions} flush points (series \`${FLUSH_NAME}\`, one per partition, an hour after the workload in event time) close every workload window in both; their own windows stay open. ` +
+          `so the ${partitions * WINDOW_STORE_DEFAULTS.confirmRecords} flush points (series \`${FLUSH_NAME}\`, ${WINDOW_STORE_DEFAULTS.confirmRecords} per partition, as many as the watermark needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), an hour after the workload in event time) close every workload window in both; their own windows stay open. ` +
           'A run is timed from its first message (the peer: its RUNNING state, when its tasks are assigned and the first fetch follows) to its last row out:',
         '',
         '- (c) as above, to the last row handed to the sink: `streamstats_windows_emitted_total` (counted after the sink\'s write resolved) reaches the expected rows.',
@@ -741,7 +746,7 @@ export const kafkaE2eScenario: Scenario = {
         config: {
           topic: 'random, deleted after',
           messages: n,
-          flushPoints: partitions,
+          flushPoints: partitions * WINDOW_STORE_DEFAULTS.confirmRecords,
           expectedRows,
           partitions,
           brokers: BROKERS,

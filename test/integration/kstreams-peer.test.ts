@@ -21,6 +21,7 @@ import { buildPeer, internalTopics, startPeer, type PeerGuarantee, type PeerProc
 import type { StatsRow } from '../../src/windows/row.js';
 import { startEngineProcess } from '../fixtures/engine-process.js';
 import { brokers, client, createTopic, GEN_START_MS, keyed, produce, uid, workloadPoints } from '../fixtures/kafka.js';
+import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
 
 const POINTS = 20_000;
 const PARTITIONS = 4;
@@ -69,17 +70,19 @@ t.test('the Kafka Streams peer writes the rows streamstats writes (20,000 seed-0
   const points = workloadPoints({ count: POINTS, metrics: 1000, hosts: 4 });
   await produce(input, keyed(points));
   const cells = new Set(points.map((p) => `${p.name}|${p.host}|${Math.floor(p.timestamp / WINDOW_MS)}`));
-  // One flush point per partition, an hour after the workload in event time.
+  // Flush points per partition, an hour after the workload in event time: as many as streamstats'
+  // watermark needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), all in one window of their own.
   const flushMs = GEN_START_MS + 3_600_000;
+  const confirm = WINDOW_STORE_DEFAULTS.confirmRecords;
   const producer = client().producer({ createPartitioner: kafkajs.Partitioners.DefaultPartitioner });
   await producer.connect();
   await producer.send({
     topic: input,
     acks: -1,
-    messages: Array.from({ length: PARTITIONS }, (_, p) => ({
-      partition: p,
-      key: `flush|${p}`,
-      value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${p}` }, timestamp: flushMs, value: 0 }, meta: { tenantId: 'flush', region: 'RegionOne' } }),
+    messages: Array.from({ length: PARTITIONS * confirm }, (_, i) => ({
+      partition: i % PARTITIONS,
+      key: `flush|${i % PARTITIONS}`,
+      value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${i % PARTITIONS}` }, timestamp: flushMs + Math.floor(i / PARTITIONS), value: 0 }, meta: { tenantId: 'flush', region: 'RegionOne' } }),
     })),
   });
   await producer.disconnect();
@@ -128,7 +131,7 @@ t.test('the Kafka Streams peer writes the rows streamstats writes (20,000 seed-0
     const got = fromPeers[i]!;
     const stop = await peer.stop();
     t.equal(stop.code, 0, `peer ${guarantee} exits 0 on SIGTERM`);
-    t.match(stop.stopped, { closed: true, parsed: POINTS + PARTITIONS, rejected: 0, droppedRecords: 0 }, `peer ${guarantee} read every record, dropped none`);
+    t.match(stop.stopped, { closed: true, parsed: POINTS + PARTITIONS * WINDOW_STORE_DEFAULTS.confirmRecords, rejected: 0, droppedRecords: 0 }, `peer ${guarantee} read every record, dropped none`);
     t.equal(got.rows.size, cells.size, `peer ${guarantee} wrote one row per workload (series, window)`);
     t.equal(got.duplicates, 0, `peer ${guarantee} wrote no row twice`);
     t.equal(got.flushRows, 0, `peer ${guarantee} left the flush windows open`);
