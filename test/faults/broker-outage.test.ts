@@ -3,6 +3,7 @@
 // reconnect by itself, and the PostgreSQL store must end up complete and not doubled.
 // Runs on a private broker (scripts/kafka.sh with its own run dir and ports): the shared one is never
 // touched.
+import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
 import t from 'tap';
 import { uid, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
@@ -17,12 +18,13 @@ const W: Workload = { count: 40_000, metrics: 100, hosts: 4, seed: 31 };
 
 /** A record far ahead of the workload, one per partition, sent last: it closes every workload window
  * (its own window stays open and is never stored), so no idle flush is needed to finish. */
+/** Records a day ahead, as many per partition as the watermark needs to confirm a jump: they close every workload window. */
 function sentinels(): Array<{ key: string; value: string; partition: number }> {
   const ts = GEN_START_MS + 24 * 3600_000;
-  return Array.from({ length: PARTITIONS }, (_, p) => ({
-    key: `sentinel-${p}`,
-    partition: p,
-    value: JSON.stringify({ metric: { name: 'zz.sentinel', dimensions: { p: String(p) }, timestamp: ts, value: 0 }, meta: {}, creation_time: 0 }),
+  return Array.from({ length: PARTITIONS * WINDOW_STORE_DEFAULTS.confirmRecords }, (_, i) => ({
+    key: `sentinel-${i % PARTITIONS}`,
+    partition: i % PARTITIONS,
+    value: JSON.stringify({ metric: { name: 'zz.sentinel', dimensions: { p: String(i % PARTITIONS) }, timestamp: ts + Math.floor(i / PARTITIONS), value: 0 }, meta: {}, creation_time: 0 }),
   }));
 }
 
@@ -86,7 +88,7 @@ t.test(`broker down ${OUTAGE_MS / 1000} s (> session timeout) mid-stream: /ready
   t.equal(await readyzStatus(e.port), 200, '/readyz 200 after the broker is back');
 
   await produceTo(broker.brokers, topic, [...msgs.slice(half), ...sentinels()], { chunk: 1000 });
-  const total = msgs.length + PARTITIONS;
+  const total = msgs.length + sentinels().length;
   await until(async () => {
     const m = await e.metrics();
     if (m === null) return false;
