@@ -228,9 +228,8 @@ t.test('rows no check foresees are found by bisection: a window in year -10000, 
   t.equal((await sink.readPositions(TOPIC, [PARTITION])).get(PARTITION)?.position, 500, 'the commit point is stored');
 });
 
-t.test('a lost connection throws (STREAMSTATS_SINK), it is never a row rejection', async (t) => {
-  const { schema } = await testSchema(t);
-  // A TCP proxy in front of the server: closing it cuts the sink off mid-life.
+/** A TCP proxy in front of PG_URL: its sockets can be cut, and the server closed, under the sink. */
+async function pgProxy(): Promise<{ proxy: net.Server; sockets: Set<net.Socket>; url: string }> {
   const target = new URL(PG_URL);
   const sockets = new Set<net.Socket>();
   const proxy = net.createServer((c) => {
@@ -241,10 +240,16 @@ t.test('a lost connection throws (STREAMSTATS_SINK), it is never a row rejection
     sockets.add(c).add(s);
   });
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-  const port = (proxy.address() as net.AddressInfo).port;
   const u = new URL(PG_URL);
-  u.host = `127.0.0.1:${port}`;
-  const sink = await openSink(t, urlInSchema(u.toString(), schema));
+  u.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+  return { proxy, sockets, url: u.toString() };
+}
+
+t.test('a lost connection throws (STREAMSTATS_SINK), it is never a row rejection', async (t) => {
+  const { schema } = await testSchema(t);
+  // A TCP proxy in front of the server: closing it cuts the sink off mid-life.
+  const { proxy, sockets, url } = await pgProxy();
+  const sink = await openSink(t, urlInSchema(url, schema));
   t.same((await sink.write(batch(good(5)), commitAt(1))).rejected, [], 'writes through the proxy');
   await new Promise<void>((r) => {
     proxy.close(() => r());
@@ -258,20 +263,9 @@ t.test('a lost connection throws (STREAMSTATS_SINK), it is never a row rejection
 
 t.test('a connection cut between writes is retried: the write succeeds once the server answers again', async (t) => {
   const { schema, pool } = await testSchema(t);
-  const target = new URL(PG_URL);
-  const sockets = new Set<net.Socket>();
-  const proxy = net.createServer((c) => {
-    const s = net.connect(Number(target.port || 5432), target.hostname);
-    c.pipe(s).pipe(c);
-    c.on('error', () => s.destroy());
-    s.on('error', () => c.destroy());
-    sockets.add(c).add(s);
-  });
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const { proxy, sockets, url } = await pgProxy();
   t.teardown(() => new Promise<void>((r) => proxy.close(() => r())));
-  const u = new URL(PG_URL);
-  u.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
-  const sink = await openSink(t, urlInSchema(u.toString(), schema));
+  const sink = await openSink(t, urlInSchema(url, schema));
   t.same((await sink.write(batch(good(5)), commitAt(1))).rejected, [], 'writes through the proxy');
   // Every open connection dies (a failover, a restarted pgbouncer); new ones are accepted.
   for (const s of sockets) s.destroy();

@@ -127,6 +127,20 @@ t.test('file source: every refused class is dead-lettered, every other row arriv
   checkKafkaRows(t, await readRows(out, ref.size), ref);
 });
 
+/** The CLI on the Kafka source: a fresh group, idle flush after 1 s, dead letters to a file in dir. */
+function kafkaEngineEnv(topic: string, dir: string, more: Record<string, string>): Record<string, string> {
+  return {
+    ...ENV,
+    SOURCE: 'kafka',
+    KAFKA_BROKERS: brokers().join(','),
+    KAFKA_TOPICS: topic,
+    KAFKA_GROUP_ID: uid('g'),
+    IDLE_FLUSH_SECONDS: '1',
+    DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`,
+    ...more,
+  };
+}
+
 for (const sinkKind of ['postgres', 'kafka'] as const) {
   t.test(`Kafka source: the refused classes do not stop the partition (${sinkKind} sink)`, async (t) => {
     const ref = await reference(t);
@@ -136,18 +150,7 @@ for (const sinkKind of ['postgres', 'kafka'] as const) {
     const dir = t.testdir({});
     const out = sinkKind === 'kafka' ? await createTopic(t, 2) : '';
     const sink = sinkKind === 'kafka' ? 'kafka' : (await testSchema(t)).url;
-    const e = await startEngineProcess(t, {
-      ...ENV,
-      SOURCE: 'kafka',
-      KAFKA_BROKERS: brokers().join(','),
-      KAFKA_TOPICS: topic,
-      KAFKA_GROUP_ID: uid('g'),
-      IDLE_FLUSH_SECONDS: '1',
-      SINK: sink,
-      OUTPUT_TOPIC: out === '' ? 'unused' : out,
-      DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`,
-      SHUTDOWN_TIMEOUT_SECONDS: '20',
-    });
+    const e = await startEngineProcess(t, kafkaEngineEnv(topic, dir, { SINK: sink, OUTPUT_TOPIC: out === '' ? 'unused' : out, SHUTDOWN_TIMEOUT_SECONDS: '20' }));
     await until(async () => {
       const m = await e.metrics();
       return m !== null && e.sum(m, 'streamstats_windows_emitted_total') >= ref.size && e.sum(m, 'streamstats_records_total') >= lines.length;
@@ -165,17 +168,7 @@ for (const sinkKind of ['postgres', 'kafka'] as const) {
 
 t.test('a row over the output topic\'s max.message.bytes is dead-lettered as sink_rejected; the rest arrive', async (t) => {
   const ref = await reference(t);
-  const out = uid('ss-small');
-  const admin = client().admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic: out, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '3500' }] }], waitForLeaders: true });
-  await admin.disconnect();
-  t.teardown(async () => {
-    const a = client().admin();
-    await a.connect();
-    await a.deleteTopics({ topics: [out] }).catch(() => {});
-    await a.disconnect();
-  });
+  const out = await createTopic(t, 1, { 'max.message.bytes': '3500' });
   // Within the extraction limits, but its row (the value twice: groupby and identity key) is over 3,500 bytes.
   const big = monasca('cpu.idle', { case: 'big-row', a: 'x'.repeat(600), b: 'y'.repeat(600), c: 'z'.repeat(600) });
   const file = `${[...GOOD.map((p) => p.json).slice(0, 200), big, ...GOOD.map((p) => p.json).slice(200)].join('\n')}\n`;
@@ -193,17 +186,7 @@ t.test('fatal means fatal: a sink that cannot go on turns /readyz 503 and exits 
   const topic = await createTopic(t, 1);
   const { url, pool } = await testSchema(t);
   const dir = t.testdir({});
-  const e = await startEngineProcess(t, {
-    ...ENV,
-    SOURCE: 'kafka',
-    KAFKA_BROKERS: brokers().join(','),
-    KAFKA_TOPICS: topic,
-    KAFKA_GROUP_ID: uid('g'),
-    IDLE_FLUSH_SECONDS: '1',
-    SINK: url,
-    DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`,
-    SHUTDOWN_TIMEOUT_SECONDS: '5',
-  });
+  const e = await startEngineProcess(t, kafkaEngineEnv(topic, dir, { SINK: url, SHUTDOWN_TIMEOUT_SECONDS: '5' }));
   await until(() => e.ready(), 'engine ready', 60_000);
   // Not a row's fault: the table is gone. No retry can help, so the engine must stop.
   await pool.query('ALTER TABLE streamstats_windows RENAME TO gone');
