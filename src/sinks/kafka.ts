@@ -143,12 +143,12 @@ export function chunkMessages(messages: readonly Message[], maxBytes: number, re
  * record. A partition's share of a request is one record batch, which the topic's max.message.bytes
  * bounds, so maxBytes must not exceed it. A single larger message goes alone.
  */
-function chunkItems<T extends { m: Message }>(items: readonly T[], maxBytes: number, recordOverhead = 0): T[][] {
+function chunkItems<T extends { m: Message; size?: number }>(items: readonly T[], maxBytes: number, recordOverhead = 0): T[][] {
   const out: T[][] = [];
   let cur: T[] = [];
   const bytes = new Map<number, number>();
   for (const x of items) {
-    const size = byteLength(x.m.key) + byteLength(x.m.value) + recordOverhead;
+    const size = (x.size ?? byteLength(x.m.key) + byteLength(x.m.value)) + recordOverhead;
     const p = x.m.partition ?? -1;
     const used = bytes.get(p) ?? 0;
     if (cur.length > 0 && used > 0 && used + size > maxBytes) {
@@ -345,14 +345,23 @@ class RowsRefused extends Error {
 /** One write() waiting in a lane: its messages, which row each is, and where to report. */
 interface QueuedWrite {
   readonly messages: Message[];
-  /** rowIndex[i] = index in the batch of messages[i]. */
+  /** rowIndex[i] = index in the batch of messages[i]; sizes[i] = its key and value bytes. */
   readonly rowIndex: number[];
+  readonly sizes: number[];
   readonly rows: number;
   readonly bytes: number;
   readonly commit: SinkCommit | undefined;
   readonly rejected: RowRejection[];
   resolve(r: SinkWriteResult): void;
   reject(err: unknown): void;
+}
+
+/** A queued message with the write and row it came from and its key and value bytes. */
+interface Item {
+  readonly m: Message;
+  readonly w: QueuedWrite;
+  readonly row: number;
+  readonly size: number;
 }
 
 interface Lane {
@@ -428,13 +437,15 @@ export class KafkaSink implements Sink {
     await this.#readLimit();
     const messages: Message[] = [];
     const rowIndex: number[] = [];
+    const sizes: number[] = [];
     const rejected: RowRejection[] = [];
     let bytes = 0;
     for (let i = 0; i < batch.rows.length; i++) {
       const r = batch.rows[i]!;
-      const key = batch.identityKey?.(i) ?? rowIdentityKey(r);
+      // Encoded once: its bytes are hashed for the partition, counted for the limits and sent as they are.
+      const key = Buffer.from(batch.identityKey?.(i) ?? rowIdentityKey(r), 'utf8');
       const value = batch.json?.(i) ?? JSON.stringify(r);
-      const size = Buffer.byteLength(key) + Buffer.byteLength(value);
+      const size = key.length + Buffer.byteLength(value);
       if (size + RECORD_OVERHEAD_BYTES > this.#maxMessageBytes) {
         rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${this.#maxMessageBytes} of topic ${this.#o.topic}` });
         continue;
@@ -442,6 +453,7 @@ export class KafkaSink implements Sink {
       // The partition the Java-compatible partitioner would pick, set here so requests can be cut per partition.
       messages.push(this.#partitions > 0 ? { key, value, partition: partitionForKey(key, this.#partitions) } : { key, value });
       rowIndex.push(i);
+      sizes.push(size);
       bytes += size;
     }
     if (messages.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return { rejected };
@@ -452,7 +464,7 @@ export class KafkaSink implements Sink {
       this.#lanes.set(id, lane);
     }
     const done = new Promise<SinkWriteResult>((resolve, reject) => {
-      lane.queue.push({ messages, rowIndex, rows: batch.rows.length, bytes, commit, rejected, resolve, reject });
+      lane.queue.push({ messages, rowIndex, sizes, rows: batch.rows.length, bytes, commit, rejected, resolve, reject });
     });
     this.#pump(id, lane);
     return done;
@@ -518,14 +530,14 @@ export class KafkaSink implements Sink {
   }
 
   /** Requests of at most maxRequestBytes, and at most the topic's max.message.bytes, per partition. */
-  #chunks<T extends { m: Message }>(items: readonly T[]): T[][] {
+  #chunks(items: readonly Item[]): Item[][] {
     return chunkItems(items, Math.min(this.#maxBytes, this.#maxMessageBytes - RECORD_OVERHEAD_BYTES), RECORD_OVERHEAD_BYTES);
   }
 
   /** The messages of a group, each with its write and row, in call order. */
-  #flatten(group: readonly QueuedWrite[]): Array<{ m: Message; w: QueuedWrite; row: number }> {
-    const out: Array<{ m: Message; w: QueuedWrite; row: number }> = [];
-    for (const w of group) for (let i = 0; i < w.messages.length; i++) out.push({ m: w.messages[i]!, w, row: w.rowIndex[i]! });
+  #flatten(group: readonly QueuedWrite[]): Item[] {
+    const out: Item[] = [];
+    for (const w of group) for (let i = 0; i < w.messages.length; i++) out.push({ m: w.messages[i]!, w, row: w.rowIndex[i]!, size: w.sizes[i]! });
     return out;
   }
 
@@ -591,7 +603,7 @@ export class KafkaSink implements Sink {
    * was read), reads the limit again, rejects the rows now over it and runs the rest once more with a
    * fresh producer. A refusal that no row explains is not a row's fault: the write fails.
    */
-  async #withRefusals(group: readonly QueuedWrite[], run: (items: Array<{ m: Message; w: QueuedWrite; row: number }>) => Promise<void>): Promise<Map<QueuedWrite, RowRejection[]>> {
+  async #withRefusals(group: readonly QueuedWrite[], run: (items: Item[]) => Promise<void>): Promise<Map<QueuedWrite, RowRejection[]>> {
     const refused = new Map<QueuedWrite, RowRejection[]>();
     let items = this.#flatten(group);
     for (let attempt = 0; ; attempt++) {
@@ -605,7 +617,7 @@ export class KafkaSink implements Sink {
         await this.#readLimit(true);
         const keep: typeof items = [];
         for (const x of items) {
-          const size = byteLength(x.m.key) + byteLength(x.m.value);
+          const size = x.size;
           if (size + RECORD_OVERHEAD_BYTES <= this.#maxMessageBytes) {
             keep.push(x);
             continue;
