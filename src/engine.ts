@@ -13,6 +13,7 @@ import type { BatchOutcome, DecodePool } from './pool/index.js';
 import type { DeadLetter, DeadLetterEntry } from './sinks/dead-letter.js';
 import type { RowRejection, Sink } from './sinks/types.js';
 import type { SourceBatch } from './sources/types.js';
+import type { CommitPoint, PartitionInit } from './commit/types.js';
 import { RowFormatter, type RowBatch } from './windows/row.js';
 import { SeriesBudget, WindowStore, type ClosedCell } from './windows/store.js';
 
@@ -83,18 +84,8 @@ interface PartitionState {
 }
 
 /** A consistent point to commit: the position, and the watermark up to which windows were emitted. */
-export interface CommitPoint {
-  readonly position: number;
-  readonly watermarkMs: number;
-  /** Position after the last applied batch: positions below it were processed. */
-  readonly appliedEnd: number;
-}
 
-export interface PartitionInit {
-  /** Watermark (ms) restored from the last commit: windows it closed were emitted already. */
-  readonly watermarkMs?: number;
-  readonly replayBefore?: number;
-}
+export type { CommitPoint, PartitionInit } from './commit/types.js';
 
 export class Engine {
   readonly #o: EngineOptions;

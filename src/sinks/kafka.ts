@@ -26,7 +26,7 @@ import kafkajs, { type Kafka, type Message, type PartitionOffset, type Producer 
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';
 import { StreamstatsError } from '../errors.js';
-import { formatCommitMeta, parseCommitMeta } from '../commit-meta.js';
+import { formatCommitMeta, parseCommitMeta } from '../commit/meta.js';
 import { kafkajsConfig } from '../kafka/client.js';
 import { registerCodecs } from '../kafka/codecs.js';
 import { producibleCompressions, zstdAvailable, type KafkaCompression } from '../kafka/compression.js';

@@ -1,6 +1,6 @@
 // The contracts of the output side, in a file of their own so that sources and the engine depend on
 // types, never on the sink implementations (no import circle through the factory).
-import type { CommitPoint } from '../engine.js';
+import type { CommitPoint } from '../commit/types.js';
 import type { RowBatch } from '../windows/row.js';
 
 /** For a Kafka source: the partition's commit point, written in the same transaction as the rows. */

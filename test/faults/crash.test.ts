@@ -3,7 +3,7 @@
 // then equal the independent computation row for row: PostgreSQL (rows + positions in one
 // transaction) and a Kafka output topic written in transactions (EXACTLY_ONCE=true, read_committed).
 import t, { type Test } from 'tap';
-import { parseCommitMeta } from '../../src/commit-meta.js';
+import { parseCommitMeta } from '../../src/commit/meta.js';
 import { brokers, client, createTopic, uid, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, until } from '../fixtures/engine-process.js';

@@ -4,7 +4,7 @@
 // in JS first, and by bisection under savepoints for whatever the checks did not foresee.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { CommitPoint } from '../../engine.js';
+import type { CommitPoint } from '../../commit/types.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';

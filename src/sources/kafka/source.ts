@@ -17,7 +17,7 @@ import type { Metrics } from '../../metrics/index.js';
 import type { SourceBatch } from '../types.js';
 import type { PartitionPositions, Sink } from '../../sinks/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
-import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit-meta.js';
+import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit/meta.js';
 import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE, registerCodecs } from '../../kafka/codecs.js';
 
 export interface KafkaSourceOptions {

@@ -1,6 +1,6 @@
 // The metadata stored with a committed Kafka offset (plain commits and the exactly-once sink's
 // transactional ones alike): the emitted-window boundary and how far processing got.
-import type { CommitPoint } from './engine.js';
+import type { CommitPoint } from './types.js';
 
 export interface CommitMeta {
   v: 1;
