@@ -59,7 +59,7 @@ export interface ProducerSlot {
 }
 
 /** Resolves true when p settled within ms, false when the time ran out. */
-export function settlesWithin(p: Promise<unknown>, ms: number, what: string): Promise<boolean> {
+function settlesWithin(p: Promise<unknown>, ms: number, what: string): Promise<boolean> {
   return withTimeout(p, ms, what).then(
     () => true,
     (err: unknown) => !(err instanceof TimeoutError),

@@ -17,7 +17,7 @@ export function validTopicName(name: string): boolean {
 export const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 
 /** A topic's max.message.bytes as the broker reports it (topic override or broker default); null if unknown. */
-export async function topicMaxMessageBytes(admin: Admin, topic: string): Promise<number | null> {
+async function topicMaxMessageBytes(admin: Admin, topic: string): Promise<number | null> {
   const res = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: topic, configNames: ['max.message.bytes'] }] });
   const v = Number(res.resources[0]?.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
   return Number.isFinite(v) && v > 0 ? v : null;

@@ -30,7 +30,7 @@ export async function retryConcurrentTransactions<T>(fn: () => Promise<T>, deadl
   }
 }
 
-export interface OffsetWithMetadata {
+interface OffsetWithMetadata {
   readonly topic: string;
   readonly partition: number;
   readonly offset: number;

@@ -56,7 +56,7 @@ function headerBytes(h: IHeaders): number {
  * Cuts a dead-letter message so that key, value and headers fit in maxBytes (minus record overhead):
  * the detail header first, then the value, flagged with streamstats-truncated = original value size.
  */
-export function fitDeadLetter(m: Message, maxBytes: number): Message {
+function fitDeadLetter(m: Message, maxBytes: number): Message {
   const value = m.value as Buffer;
   const key = m.key as Buffer | null;
   const headers = { ...(m.headers ?? {}) };
@@ -70,14 +70,14 @@ export function fitDeadLetter(m: Message, maxBytes: number): Message {
 }
 
 /** The Kafka topic of an entry: its own field, else the source description when it names one topic. */
-export function sourceTopic(e: DeadLetterEntry): string | undefined {
+function sourceTopic(e: DeadLetterEntry): string | undefined {
   if (e.topic !== undefined) return e.topic;
   const m = /^kafka:([^,]+)$/.exec(e.source);
   return m?.[1];
 }
 
 /** The entry as the message it came from, plus headers. */
-export function deadLetterMessage(e: DeadLetterEntry): Message {
+function deadLetterMessage(e: DeadLetterEntry): Message {
   const headers: IHeaders = {
     [DLQ_HEADERS.reason]: e.reason,
     [DLQ_HEADERS.detail]: e.detail,

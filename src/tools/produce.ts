@@ -17,7 +17,7 @@ const { logLevel } = kafkajs;
 
 const PRODUCE_VARIABLES = ['PRODUCE_PARTITIONS', 'PRODUCE_COMPRESSION', 'PRODUCE_BATCH'] as const;
 
-export const PRODUCE_HELP = [
+const PRODUCE_HELP = [
   'streamstats-produce: loads a Kafka topic with the generator workload (Monasca points keyed by series).',
   '',
   'Usage: streamstats-produce            (configured by environment variables only)',
@@ -40,20 +40,20 @@ export const PRODUCE_HELP = [
  * into the future: the last window stays open until the wall clock gets there (holding back
  * commits), and a big GEN_COUNT passes MAX_FUTURE_SECONDS and is rejected as future_timestamp.
  */
-export function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
+function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
   const rounds = Math.max(1, Math.ceil(gen.count / (gen.metrics * gen.hosts)));
   // generatePoints jitters each point by up to min(1000, interval) ms after its round's time.
   const start = nowMs - (rounds - 1) * gen.intervalMs - Math.min(1000, gen.intervalMs);
   return Math.floor(start / 1000) * 1000;
 }
 
-export interface ProduceOptions {
+interface ProduceOptions {
   partitions: number;
   compression: KafkaCompression;
   batch: number;
 }
 
-export function parseProduceOptions(env: Readonly<Record<string, string | undefined>>): ProduceOptions {
+function parseProduceOptions(env: Readonly<Record<string, string | undefined>>): ProduceOptions {
   const int = (name: string, def: number, min: number, max: number) => {
     const s = env[name] ?? String(def);
     const n = Number(s);

@@ -23,7 +23,7 @@ export interface Item {
 }
 
 /** Writes a group of queued writes; resolves with the rows the broker refused, per write. */
-export type GroupWriter = (laneId: string, group: readonly QueuedWrite[]) => Promise<Map<QueuedWrite, RowRejection[]>>;
+type GroupWriter = (laneId: string, group: readonly QueuedWrite[]) => Promise<Map<QueuedWrite, RowRejection[]>>;
 
 interface Lane {
   readonly queue: QueuedWrite[];

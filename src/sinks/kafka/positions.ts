@@ -8,7 +8,7 @@ import type { PartitionPositions } from '../types.js';
 import { transactionalId } from './transactions.js';
 
 /** Committed positions must read the same for this long before they are used. */
-export const STABLE_POSITIONS_MS = 1000;
+const STABLE_POSITIONS_MS = 1000;
 /** Pause between two reads of the committed positions, and the most reads made. */
 const POSITIONS_READ_INTERVAL_MS = 250;
 const POSITIONS_MAX_READS = 20;
