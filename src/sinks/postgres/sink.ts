@@ -4,10 +4,10 @@
 // in JS first, and by bisection under savepoints for whatever the checks did not foresee.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { CommitPoint } from '../../commit/types.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
@@ -54,9 +54,10 @@ export function isTransient(err: unknown): boolean {
   return code === '40P01' || code === '40001' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
 }
 
-export class PostgresSink implements Sink {
+export class PostgresSink implements Sink, PositionStore {
   readonly describe: string;
-  readonly ownsPositions = true;
+  /** Commit points live in the positions table, written in the rows' transaction. */
+  readonly positions: PositionStore = this;
   readonly #pool: pg.Pool;
   readonly #groupId: string;
   readonly #logger: Logger | undefined;
@@ -238,7 +239,7 @@ export class PostgresSink implements Sink {
     await client.query(SAVE_POSITION, [this.#groupId, c.topic, c.partition, p.position, Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, p.appliedEnd]);
   }
 
-  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, PartitionPositions>> {
+  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
     const { rows } = await this.#pool.query<{ partition: number; next_offset: string; watermark_ms: number; applied_end: string }>(
       `SELECT partition, next_offset, watermark_ms, applied_end FROM ${TABLES.positions} WHERE group_id = $1 AND topic = $2 AND partition = ANY($3::int[])`,
       [this.#groupId, topic, partitions],
