@@ -107,11 +107,11 @@ export class Pipeline {
       settings,
       workerMaxMemoryMb: config.workerMaxMemoryMb,
       taskTimeoutMs: config.taskTimeoutSeconds * 1000,
-      onPoolError: (err) => logger.error({ err: err.message }, 'decode pool error outside a task (a worker failed to start?)'),
+      onPoolError: (err) => logger.error({ err }, 'decode pool error outside a task (a worker failed to start?)'),
       ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       onFailure: (err, willRetry) => {
         metrics.workerFailures.inc({ retried: String(willRetry) });
-        logger.warn({ err: err.message, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
+        logger.warn({ err, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
       },
     });
     metrics.poolThreads.set(config.workerThreads);
@@ -165,7 +165,7 @@ export class Pipeline {
     const apiPool = config.sink.kind === 'postgres'
       ? new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 })
       : null;
-    apiPool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: statistics API idle client error'));
+    apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
     const http = new HttpServer({
       ...(apiPool === null ? {} : { routes: createStatisticsApi({ pool: apiPool, logger }) }),
       host: config.metricsHost,

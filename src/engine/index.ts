@@ -16,7 +16,6 @@ import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type S
 import type { EngineOptions, EngineTotals } from './types.js';
 
 export type { EngineOptions, EngineTotals } from './types.js';
-export { MAX_ROW_DEAD_LETTER_BYTES } from './dead-letters.js';
 
 export class Engine {
   readonly #o: EngineOptions;

@@ -38,7 +38,7 @@ export class StreamSource implements PullSource {
   }
 
   progress(): Progress {
-    return { done: this.#bytes, total: this.totalBytes };
+    return { done: this.#bytes, total: this.totalBytes, unit: 'bytes' };
   }
 
   stop(): void {

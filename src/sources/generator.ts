@@ -75,7 +75,7 @@ export class GeneratorSource implements PullSource {
   ) {}
 
   progress(): Progress {
-    return { done: this.#done, total: this.cfg.count };
+    return { done: this.#done, total: this.cfg.count, unit: 'messages' };
   }
 
   stop(): void {

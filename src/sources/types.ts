@@ -4,9 +4,10 @@ import type { Batch } from '../core/batch.js';
 export type SourceBatch = Omit<Batch, 'seq'>;
 
 export interface Progress {
-  /** Units done and expected (messages for the generator, bytes for a file); total null when unknown (stdin). */
+  /** Units done and expected (messages or bytes); total null when unknown (stdin). */
   readonly done: number;
   readonly total: number | null;
+  readonly unit: 'messages' | 'bytes';
 }
 
 /** A finite or endless source read by pulling. Kafka pushes instead and has its own driver. */

@@ -5,6 +5,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
+import { retry } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
@@ -73,7 +74,7 @@ export class PostgresSink implements Sink, PositionStore {
 
   static async open(url: string, opts: { groupId: string; logger: Logger }): Promise<PostgresSink> {
     const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
-    pool.on('error', (err) => opts.logger.warn({ err: err.message }, 'postgres: idle client error'));
+    pool.on('error', (err) => opts.logger.warn({ err }, 'postgres: idle client error'));
     let client: pg.PoolClient;
     try {
       client = await pool.connect();
@@ -96,16 +97,13 @@ export class PostgresSink implements Sink, PositionStore {
     // A deadlock or serialization failure (two owners of a partition during a rebalance writing the
     // same new series) or a dropped connection says nothing about the rows: the transaction is retried,
     // a bounded number of times with jittered back-off, before the error counts as fatal.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#writeOnce(batch, commit);
-      } catch (err) {
-        const cause = (err as { cause?: unknown }).cause;
-        if (attempt >= WRITE_ATTEMPTS || !isTransient(cause)) throw err;
-        this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction');
-        await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt) * (0.5 + Math.random())));
-      }
-    }
+    return retry(() => this.#writeOnce(batch, commit), {
+      attempts: WRITE_ATTEMPTS,
+      baseDelayMs: 100,
+      maxDelayMs: 2000,
+      retriable: (err) => isTransient((err as { cause?: unknown }).cause),
+      onRetry: (err, attempt) => this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction'),
+    });
   }
 
   async #writeOnce(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {

@@ -478,7 +478,7 @@ export class KafkaSource {
     return Promise.all(settled).then(() => {});
   }
 
-  /** Commits, per held partition, the engine's safe point with the emitted boundary as metadata. */
+  /** Commits, per held partition, the engine's commit point with the emitted boundary as metadata. */
   #commit(reason: 'interval' | 'rebalance' | 'shutdown'): Promise<void> {
     this.#commitChain = this.#commitChain.then(async () => {
       const consumer = this.#consumer;
