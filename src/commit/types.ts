@@ -24,7 +24,7 @@ export type RestoredPoint = Omit<CommitPoint, 'position'>;
 export interface LaneIdentity {
   /** The input: a Kafka topic, a Redis stream key. */
   readonly topic: string;
-  /** The lane within it: a Kafka partition; 0 for an input that is one lane (a Redis stream). */
+  /** The lane within it: a Kafka partition; for a Redis stream, the number its source gives the lane (a consumer's slot). */
   readonly partition: number;
 }
 
