@@ -82,6 +82,33 @@ t.test('poll() takes the high watermarks of the tracked topics from the admin; c
   t.same((await s.metrics.lagSeconds.get()).values, []);
 });
 
+t.test('while the group is away, lag in seconds keeps growing and nothing is offered for an idle flush', async (t) => {
+  const s = setup();
+  const left = 1_000_000;
+  s.lag.track(s.a, 0, 500);
+  s.lag.track(s.b, 0, 300);
+  s.applied.set(s.a.id, 400);
+  s.lastTs.set(s.a.id, left - 2000);
+  s.applied.set(s.b.id, 300);
+  s.lastTs.set(s.b.id, left - 60_000);
+  t.same(s.lag.update(left, () => false).map((h) => h.id), [s.b.id], 'b caught up before the outage');
+  s.lag.detach(left);
+  // The engine's state is gone with the session: the lag must not depend on it any more.
+  s.applied.clear();
+  s.lastTs.clear();
+  const seen: number[][] = [];
+  for (const after of [0, 5000, 30_000]) {
+    t.same(s.lag.update(left + after, () => false), [], 'away: never caught up, never idle-flushed');
+    seen.push([(await s.gauge('lagSeconds', '0'))!, (await s.gauge('lagSeconds', '1'))!, (await s.gauge('lagMessages', '0'))!]);
+  }
+  t.same(seen, [[2, 0, 100], [7, 5, 100], [32, 30, 100]], 'a: from its last applied record (it was behind); b: from when the group went away; messages: the last figure');
+  s.lag.detach(left + 40_000);
+  s.lag.update(left + 40_000, () => false);
+  t.equal(await s.gauge('lagSeconds', '0'), 42, 'a second detach keeps the first reference');
+  s.lag.clear();
+  t.same((await s.metrics.lagSeconds.get()).values, [], 'the next join starts afresh');
+});
+
 t.test('idle flush advances only caught-up partitions that received nothing for idleFlushMs', async (t) => {
   const table = new Assignment();
   const [a, b, c] = table.open([0, 1, 2].map((partition) => ({ topic: 't', partition }))) as [Held, Held, Held];

@@ -1,6 +1,8 @@
 // Consumer lag per held partition: messages (high watermark minus the next position to process) and
 // seconds (age of the oldest record not yet applied). High watermarks come with every fetch; for
-// partitions that fetch nothing (idle, paused) they are polled, so the lag stays fresh.
+// partitions that fetch nothing (idle, paused) they are polled, so the lag stays fresh. While the
+// group is away (broker unreachable, consumer crashed) the last figures stay and lag in seconds keeps
+// growing with the clock: an outage must show as growing lag, not as a frozen 0 or a missing series.
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine.js';
@@ -21,6 +23,8 @@ interface Tracked {
   hw: number | null;
   /** Where consumption of this assignment started: the next position until a batch is applied. */
   readonly start: number | null;
+  /** Set while the group is away: the next position then, and the oldest the next record can be from. */
+  away: { readonly next: number | null; readonly sinceMs: number } | null;
 }
 
 export class Lag {
@@ -33,13 +37,32 @@ export class Lag {
 
   /** Starts tracking a restored partition from where it starts and the high watermark read then. */
   track(held: Held, start: number | null, hw: number | null): void {
-    this.#parts.set(tpKey(held.tp), { held, hw, start });
+    this.#parts.set(tpKey(held.tp), { held, hw, start, away: null });
   }
 
   /** A high watermark seen for a tracked partition (fetch or poll); others are ignored. */
   sawHighWatermark(tp: TopicPartition, hw: number): void {
     const t = this.#parts.get(tpKey(tp));
     if (t !== undefined && Number.isFinite(hw)) t.hw = hw;
+  }
+
+  /**
+   * The group is away (the session failed or the consumer crashed): the engine's partitions are
+   * dropped or stalled, so what the lag needs of them is kept now. Until the next join (clear()), lag
+   * in messages stays at its last value and lag in seconds grows from the oldest moment the next
+   * unprocessed record can be from: the last applied record when behind, else the moment we left.
+   */
+  detach(nowMs: number): void {
+    const { engine } = this.#o;
+    for (const t of this.#parts.values()) {
+      if (t.away !== null) continue;
+      const next = engine.appliedEnd(t.held.id) ?? t.start;
+      const pendingAge = engine.pendingAgeSeconds(t.held.id, nowMs);
+      const lastTs = engine.lastAppliedTimestampMs(t.held.id);
+      const behind = t.hw !== null && next !== null && t.hw > next;
+      const sinceMs = pendingAge !== null ? nowMs - pendingAge * 1000 : behind && lastTs !== null ? Math.min(lastTs, nowMs) : nowMs;
+      t.away = { next, sinceMs };
+    }
   }
 
   /** Stops tracking every partition and removes their gauges (the assignment is gone). */
@@ -59,10 +82,17 @@ export class Lag {
   update(nowMs: number, inHand: (h: Held) => boolean): Held[] {
     const { engine, metrics } = this.#o;
     const caughtUp: Held[] = [];
-    for (const { held, hw, start } of this.#parts.values()) {
+    for (const { held, hw, start, away } of this.#parts.values()) {
+      const labels = { topic: held.tp.topic, partition: String(held.tp.partition) };
+      if (away !== null) {
+        // Never a candidate for an idle flush: closing windows by the wall clock while the broker is
+        // away would emit windows whose records are still to come.
+        if (hw !== null && away.next !== null) metrics.lagMessages.set(labels, Math.max(0, hw - away.next));
+        metrics.lagSeconds.set(labels, Math.max(0, (nowMs - away.sinceMs) / 1000));
+        continue;
+      }
       const next = engine.appliedEnd(held.id) ?? start;
       if (hw === null || next === null) continue;
-      const labels = { topic: held.tp.topic, partition: String(held.tp.partition) };
       const lag = Math.max(0, hw - next);
       metrics.lagMessages.set(labels, lag);
       const pendingAge = engine.pendingAgeSeconds(held.id, nowMs);

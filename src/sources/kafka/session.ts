@@ -16,6 +16,8 @@ export interface SessionHandlers {
   onJoin(tps: TopicPartition[], memberId: string): void;
   /** The group prepares to rebalance: the old generation may still commit. */
   onRebalancing(): void;
+  /** The consumer crashed: out of the group until kafkajs restarts it (`restart`) or the session ends. */
+  onCrash(restart: boolean): void;
   onBatch(payload: EachBatchPayload): Promise<void>;
   /** The session ends; `stopping`: stop() ended it, so drain and commit before the group is left. */
   onEnd(stopping: boolean): Promise<void>;
@@ -24,7 +26,7 @@ export interface SessionHandlers {
 export interface SessionOptions {
   readonly kafka: KafkaConfig;
   readonly logger: Logger;
-  readonly metrics: Pick<Metrics, 'kafkaConnected'>;
+  readonly metrics: Pick<Metrics, 'kafkaConnected' | 'kafkaReconnects'>;
   readonly stop: Signal;
   readonly handlers: SessionHandlers;
 }
@@ -88,8 +90,14 @@ export class GroupSession {
     consumer.on(consumer.events.CRASH, (e) => {
       this.#joined = false;
       metrics.kafkaConnected.set(0);
-      if (e.payload.restart) logger.warn({ err: e.payload.error }, 'kafka: consumer crashed; kafkajs restarts it');
-      else fail(e.payload.error);
+      handlers.onCrash(e.payload.restart);
+      if (e.payload.restart) {
+        // kafkajs reconnects on its own here: a reconnect attempt like the supervisor's.
+        metrics.kafkaReconnects.inc();
+        logger.warn({ err: e.payload.error }, 'kafka: consumer crashed; kafkajs restarts it');
+      } else {
+        fail(e.payload.error);
+      }
     });
     try {
       if (stop.raised) return;

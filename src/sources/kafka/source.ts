@@ -27,6 +27,10 @@ import { Lag } from './lag.js';
 import { restore } from './restore.js';
 import { GroupSession } from './session.js';
 import { Supervisor } from './supervisor.js';
+import { limitRepeats } from './repeat-log.js';
+
+/** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
+export const REPEATED_LOG_INTERVAL_MS = 10_000;
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
@@ -61,8 +65,9 @@ export class KafkaSource {
   #fatal: Error | null = null;
 
   constructor(opts: KafkaSourceOptions) {
-    const { kafka, engine, metrics, logger } = opts;
-    this.#o = opts;
+    const { kafka, engine, metrics } = opts;
+    const logger = limitRepeats(opts.logger, REPEATED_LOG_INTERVAL_MS);
+    this.#o = { ...opts, logger };
     this.describe = `kafka:${kafka.topics.join(',')}`;
     registerCodecs(opts.intakeMaxBytes);
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
@@ -145,11 +150,13 @@ export class KafkaSource {
       handlers: {
         onJoin: (tps, memberId) => this.#onJoin(session, tps, memberId),
         onRebalancing: () => void this.#committer.commit('rebalance'),
+        onCrash: () => this.#lag.detach(Date.now()),
         onBatch: (payload) => this.#onBatch(session, payload),
         onEnd: async (stopping) => {
           if (stopping) await this.#drainAndCommit(session);
+          else this.#lag.detach(Date.now());
           this.#intake.attach(null);
-          void this.#dropAll();
+          void this.#dropAll({ keepLag: !stopping });
         },
       },
     });
@@ -232,10 +239,13 @@ export class KafkaSource {
     logger.info('kafka: in-flight batches applied and offsets committed');
   }
 
-  /** Forgets every held partition; resolves when their applies already under way have finished. */
-  #dropAll(): Promise<void> {
+  /**
+   * Forgets every held partition; resolves when their applies already under way have finished.
+   * `keepLag`: the group is away, not left: the lag of what was held stays visible until the next join.
+   */
+  #dropAll(o: { keepLag?: boolean } = {}): Promise<void> {
     const old = this.#held.clear();
-    this.#lag.clear();
+    if (o.keepLag !== true) this.#lag.clear();
     this.#intake.reset();
     this.#o.metrics.assignedPartitions.set(0);
     return Promise.all(old.map((h) => this.#o.engine.dropPartition(h.id))).then(() => this.#held.forget(old.map((h) => h.id)));
