@@ -58,6 +58,24 @@ t.test('different messages and levels are limited apart; info passes; error obje
   t.match((c.lines[1]!['err'] as { message: string }).message, 'boom', 'an Error passed first stays the err field');
 });
 
+t.test('messages that differ only in their numbers are one kind (kafkajs puts delays and ports in them)', async (t) => {
+  let now = 0;
+  const { logger, lines } = capture();
+  const log = limitRepeats(logger, 10_000, () => now);
+  for (const ms of [3516, 2200, 4101]) {
+    log.error({ retryCount: 1 }, `kafka: Restarting the consumer in ${ms}ms`);
+    now += 1000;
+  }
+  log.error('kafka: Connection error: connect ECONNREFUSED 127.0.0.1:39123');
+  now = 10_000;
+  log.error({ retryCount: 4 }, 'kafka: Restarting the consumer in 980ms');
+  t.same(lines.map((l) => [l['msg'], l['repeated']]), [
+    ['kafka: Restarting the consumer in 3516ms', undefined],
+    ['kafka: Connection error: connect ECONNREFUSED 127.0.0.1:39123', undefined],
+    ['kafka: Restarting the consumer in 980ms', 2],
+  ], 'the line written is the real one, with its own numbers');
+});
+
 t.test('below the level nothing is counted; the limiter forgets the oldest of many messages', async (t) => {
   const { logger, lines } = capture('error');
   const log = limitRepeats(logger, 60_000, () => 0);

@@ -39,8 +39,10 @@ export class RepeatLimiter {
 type Level = 'warn' | 'error';
 
 /**
- * A logger like `logger` whose warn and error lines are rate-limited per message text (the fields,
- * e.g. an attempt number, may differ: it is the same complaint). Other levels pass through.
+ * A logger like `logger` whose warn and error lines are rate-limited per message text with its
+ * numbers blanked: kafkajs puts delays, ports and counts in its messages ("Restarting the consumer in
+ * 3516ms"), and the fields (an attempt number) differ too, yet it is the same complaint. Other levels
+ * pass through.
  */
 export function limitRepeats(logger: Logger, intervalMs: number, now?: () => number): Logger {
   const limiter = new RepeatLimiter(intervalMs, now);
@@ -51,7 +53,7 @@ export function limitRepeats(logger: Logger, intervalMs: number, now?: () => num
       if (!logger.isLevelEnabled(level)) return;
       const [first, second] = a;
       const text = typeof first === 'string' ? first : typeof second === 'string' ? second : '';
-      const repeated = limiter.admit(`${level}\0${text}`);
+      const repeated = limiter.admit(`${level}\0${text.replace(/\d+/g, '#')}`);
       if (repeated === null) return;
       if (repeated === 0) return write(...a);
       if (typeof first === 'string') return write({ repeated }, ...a);
