@@ -1,33 +1,16 @@
 // The command as a user runs it: a child process, env and flags, stdout for rows, stderr for the rest.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { OPTIONS, flagFor } from '../src/config/options.js';
+import { runToExit, type Exited } from './fixtures/engine-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli.js');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], env: Record<string, string>, opts: { shell?: string; signalAfterMs?: number } = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = opts.shell !== undefined
-      ? spawn('sh', ['-c', opts.shell], { cwd: ROOT, env: { ...process.env, ...env } })
-      : spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    if (opts.signalAfterMs !== undefined) setTimeout(() => child.kill('SIGTERM'), opts.signalAfterMs);
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[], env: Record<string, string>, opts: { shell?: string; signalAfterMs?: number } = {}): Promise<Exited> {
+  return runToExit([CLI, ...args], { ...process.env, ...env }, { cwd: ROOT, ...opts });
 }
 
 const QUIET = { LOG_LEVEL: 'warn', METRICS_PORT: '0', PROGRESS: 'off' };
@@ -106,7 +89,7 @@ t.test('README: the configuration table is the one the code documents (npm run d
 const PRODUCE = join(ROOT, 'dist/src/tools/produce.js');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-function runProduce(args: string[], env: Record<string, string>): Promise<Ran> {
+function runProduce(args: string[], env: Record<string, string>): Promise<Exited> {
   return run([], env, { shell: `exec "${process.execPath}" "${PRODUCE}" ${args.map((a) => `'${a}'`).join(' ')}` });
 }
 
