@@ -1,7 +1,7 @@
 // The command: argv + environment -> config -> pipeline -> summary, and the exit status. The shipped
 // bin (src/cli.ts) and the fault suite's engine entries call this one function, so what the fault
 // tests run is what a user runs. A bad option is one line on stderr and status 2, before anything starts.
-import { argvToEnv, helpText, parseConfig, redactedConfig, unknownVariables, unknownVariablesWarning, type Config, type Env } from '../config/index.js';
+import { argvToEnv, configSecrets, helpText, parseConfig, redactDeep, redactedConfig, unknownVariables, unknownVariablesWarning, type Config, type Env } from '../config/index.js';
 import { redactSecrets } from '../config/redact.js';
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
@@ -26,16 +26,18 @@ export function processIo(): CliIo {
 
 /** Runs the command to its end; resolves to the exit status (0 ok, 1 failure, 2 bad option), never rejects. */
 export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
+  // The config's secret values, once it is parsed: no line printed here may show them.
+  const secrets: string[] = [];
   try {
-    return await run(argv, env, io);
+    return await run(argv, env, io, secrets);
   } catch (err) {
     const e = err as { code?: string; message?: string };
-    io.stderr.write(`streamstats: ${e.code !== undefined ? `${e.code}: ` : ''}${redactSecrets(e.message ?? String(err))}\n`);
+    io.stderr.write(`streamstats: ${e.code !== undefined ? `${e.code}: ` : ''}${redactSecrets(e.message ?? String(err), secrets)}\n`);
     return 1;
   }
 }
 
-async function run(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
+async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string[]): Promise<number> {
   let config: Config;
   try {
     const flagged = argvToEnv(argv, env);
@@ -55,7 +57,9 @@ async function run(argv: readonly string[], env: Env, io: CliIo): Promise<number
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  // Every line this command prints goes through the config's secrets: the log, the summary, errors.
+  secrets.push(...configSecrets(config));
+  const logger = createLogger(config.logLevel, secrets);
   const unknown = unknownVariables(env);
   const warning = unknownVariablesWarning(unknown);
   if (warning !== null) logger.warn({ variables: unknown.map((u) => u.name) }, warning);
@@ -73,7 +77,7 @@ async function run(argv: readonly string[], env: Env, io: CliIo): Promise<number
     ...(io.workerFile === undefined ? {} : { workerFile: io.workerFile }),
     onFatal: (err) => {
       // One line for the operator (the log has the whole error); the exit code is 1.
-      io.stderr.write(`streamstats: fatal: ${redactSecrets(err.message)}\n`);
+      io.stderr.write(`streamstats: fatal: ${redactSecrets(err.message, secrets)}\n`);
       exitAfterTimeout('shutdown after a fatal error');
     },
   });
@@ -91,7 +95,7 @@ async function run(argv: readonly string[], env: Env, io: CliIo): Promise<number
   };
   io.signals.on('SIGTERM', onSignal);
   io.signals.on('SIGINT', onSignal);
-  const summary = await pipeline.run();
+  const summary = redactDeep(await pipeline.run(), secrets);
   logger.info({ summary }, 'done');
   io.stderr.write(`${formatSummary(summary)}\n`);
   return 0;

@@ -2,7 +2,10 @@
 // the option table (options marked `secret`) and, inside any URL, its user info and query parameters
 // whose names say password, token, secret or key (pg honours ?password= and ?sslpassword=).
 
+/** Replaces a credential inside a URL or a text. */
 export const REDACTED = '***';
+/** Replaces a secret option's whole value (a password, a key's contents). */
+export const REDACTED_VALUE = '[redacted]';
 
 /** Query parameter names whose values are credentials (case-insensitive substrings). */
 const SECRET_PARAM = /pass|pwd|token|secret|sslkey|api[-_]?key|credential|auth/i;
@@ -41,6 +44,30 @@ export function redactUrl(url: string): string {
   // Keep a plain user name (useful to an operator); anything that might hold a secret goes.
   const user = colon === -1 || /[/@]/.test(userInfo.slice(0, colon)) ? REDACTED : `${userInfo.slice(0, colon)}:${REDACTED}`;
   return `${scheme[0]}${user}@${authorityAndPath.slice(at + 1)}${tail}`;
+}
+
+/**
+ * The credentials inside a URL, as they may turn up in messages: the password (raw and decoded) and
+ * the values of password-like query parameters. A lone user name is hidden inside URLs only: as free
+ * text it is too often a plain word ("postgres") to be cut everywhere.
+ */
+export function urlCredentials(url: string): string[] {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (scheme === null) return [];
+  const rest = url.slice(scheme[0].length);
+  const q = rest.search(/[?#]/);
+  const authority = q === -1 ? rest : rest.slice(0, q);
+  const out: string[] = [];
+  const at = authority.lastIndexOf('@');
+  if (at !== -1) {
+    const userInfo = authority.slice(0, at);
+    const colon = userInfo.indexOf(':');
+    if (colon !== -1) out.push(userInfo.slice(colon + 1));
+  }
+  if (q !== -1) {
+    for (const m of rest.slice(q).matchAll(/[?&;]([^=&;#]*)=([^&;#]*)/g)) if (SECRET_PARAM.test(decodeSafe(m[1]!))) out.push(m[2]!);
+  }
+  return [...new Set(out.flatMap((v) => [v, decodeSafe(v)]))].filter((v) => v !== '');
 }
 
 /** Free text (an error message, a log line) with every URL in it redacted, and each `secrets` value replaced. */
