@@ -136,3 +136,50 @@ export function createLogger(level: string, secrets: readonly string[] = []): Lo
   }
   return pino(options, new BoundedDestination(fd));
 }
+
+export const REPEAT_LIMIT_DEFAULTS = {
+  /** One line per key per this long; the lines in between are counted, not written. */
+  everyMs: 10_000,
+  /** Keys remembered at once (the oldest is forgotten first): a bound, whatever the keys are. */
+  maxKeys: 1000,
+} as const;
+
+/**
+ * Lets through one log line per key per interval. A loop that fails the same way every 100 ms (a
+ * broker down, a database refusing) would otherwise fill the log, and the bounded destination would
+ * drop the lines that matter with the noise.
+ */
+export class RepeatLimiter {
+  readonly #everyMs: number;
+  readonly #maxKeys: number;
+  readonly #now: () => number;
+  readonly #seen = new Map<string, { until: number; suppressed: number }>();
+
+  constructor(opts: { everyMs?: number; maxKeys?: number; now?: () => number } = {}) {
+    this.#everyMs = opts.everyMs ?? REPEAT_LIMIT_DEFAULTS.everyMs;
+    this.#maxKeys = opts.maxKeys ?? REPEAT_LIMIT_DEFAULTS.maxKeys;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** null: hold this line back; else how many lines of `key` were held back since the last one let through. */
+  admit(key: string): number | null {
+    const t = this.#now();
+    const s = this.#seen.get(key);
+    if (s !== undefined && t < s.until) {
+      s.suppressed++;
+      return null;
+    }
+    if (s === undefined && this.#seen.size >= this.#maxKeys) this.#seen.delete(this.#seen.keys().next().value!);
+    this.#seen.delete(key);
+    this.#seen.set(key, { until: t + this.#everyMs, suppressed: 0 });
+    return s?.suppressed ?? 0;
+  }
+
+  /** Logs `msg` at `level` unless a line of `key` (default: level and msg) went out within the interval. */
+  log(logger: Pick<Logger, 'warn' | 'error'>, level: 'warn' | 'error', obj: object, msg: string, key = `${level}|${msg}`): void {
+    const suppressed = this.admit(key);
+    if (suppressed === null) return;
+    if (suppressed === 0) logger[level](obj, msg);
+    else logger[level]({ ...obj, suppressed }, `${msg} (${suppressed} more like it held back)`);
+  }
+}
