@@ -1,7 +1,7 @@
 // The command line and the environment around the table: flags equal to the variables, variables
 // that look meant for us but are no option (names only: values may be secrets), and --help.
 import { ConfigError } from '../errors.js';
-import { OPTIONS, allowedText, flagFor, type OptionSpec } from './options.js';
+import { OPTIONS, allowedText, flagFor, secretNote, type OptionSpec } from './options.js';
 import type { Env } from './reader.js';
 
 /**
@@ -104,7 +104,7 @@ export function helpText(): string {
   for (const o of OPTIONS as readonly OptionSpec[]) {
     const allowed = allowedText(o);
     const def = o.default === '' ? '' : ` (default ${o.default})`;
-    lines.push(`  ${o.env.padEnd(26)} ${flagFor(o.env).padEnd(28)} ${o.help}${allowed === '' ? '' : ` [${allowed}]`}${def}`);
+    lines.push(`  ${o.env.padEnd(26)} ${flagFor(o.env).padEnd(28)} ${o.help}${secretNote(o)}${allowed === '' ? '' : ` [${allowed}]`}${def}`);
   }
   return lines.join('\n');
 }

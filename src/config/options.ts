@@ -92,11 +92,11 @@ export const OPTIONS = [
   { env: 'KAFKA_SSL', default: 'false', group: 'kafka', ...bool, help: 'TLS to the brokers' },
   { env: 'KAFKA_SSL_CA', default: '', group: 'kafka', ...text, help: 'TLS: path of a PEM CA bundle' },
   { env: 'KAFKA_SSL_CERT', default: '', group: 'kafka', ...text, help: 'TLS: path of a PEM client certificate' },
-  { env: 'KAFKA_SSL_KEY', default: '', group: 'kafka', ...text, secret: { kind: 'file', at: 'kafka.ssl.key' }, help: 'TLS: path of the PEM client key (its contents are never logged)' },
+  { env: 'KAFKA_SSL_KEY', default: '', group: 'kafka', ...text, secret: { kind: 'file', at: 'kafka.ssl.key' }, help: 'TLS: path of the PEM client key' },
   { env: 'KAFKA_SSL_REJECT_UNAUTHORIZED', default: 'true', group: 'kafka', ...bool, help: 'TLS: verify the brokers\' certificates' },
   { env: 'KAFKA_SASL_MECHANISM', default: '', group: 'kafka', ...oneOf(['plain', 'scram-sha-256', 'scram-sha-512']), help: 'SASL mechanism; empty = no SASL' },
   { env: 'KAFKA_SASL_USERNAME', default: '', group: 'kafka', ...text, help: 'SASL user name' },
-  { env: 'KAFKA_SASL_PASSWORD', default: '', group: 'kafka', ...text, secret: { kind: 'value', at: 'kafka.sasl.password' }, help: 'SASL password (never logged)' },
+  { env: 'KAFKA_SASL_PASSWORD', default: '', group: 'kafka', ...text, secret: { kind: 'value', at: 'kafka.sasl.password' }, help: 'SASL password' },
   { env: 'KAFKA_SESSION_TIMEOUT_MS', default: '30000', group: 'kafka', ...int(6000, 300000), help: 'consumer group session timeout' },
   { env: 'KAFKA_HEARTBEAT_INTERVAL_MS', default: '3000', group: 'kafka', ...int(100, 300000), help: 'heartbeat interval (must be below the session timeout)' },
   { env: 'KAFKA_MAX_WAIT_MS', default: '100', group: 'kafka', ...int(0, 60000), help: 'longest a fetch waits for data (also how long a fully paused consumer sleeps)' },
@@ -146,13 +146,19 @@ export function allowedText(o: OptionSpec): string {
   }
 }
 
+/** What --help and the README say of a secret row; '' for the others. */
+export function secretNote(o: OptionSpec): string {
+  if (o.secret === undefined) return '';
+  return { value: ' (secret: never logged or echoed)', url: ' (user info and password-like parameters never logged or echoed)', file: ' (its contents are secret: never logged)' }[o.secret.kind];
+}
+
 /** The README's configuration table; a test keeps README.md equal to it (npm run docs:options rewrites it). */
 export function optionsMarkdownTable(): string {
   const cell = (s: string) => s.replace(/\|/g, '\\|');
   const head = '| Variable | Flag | Default | Allowed | Meaning |\n|---|---|---|---|---|';
   const rows = OPTIONS.map((o: OptionSpec) => {
     const allowed = allowedText(o);
-    return `| \`${o.env}\` | \`${flagFor(o.env)}\` | ${o.default === '' ? '' : `\`${o.default}\``} | ${cell(allowed)} | ${cell(o.help)}${o.secret === undefined ? '' : ' (secret: redacted in logs and errors)'} |`;
+    return `| \`${o.env}\` | \`${flagFor(o.env)}\` | ${o.default === '' ? '' : `\`${o.default}\``} | ${cell(allowed)} | ${cell(o.help + secretNote(o))} |`;
   });
   return `${head}\n${rows.join('\n')}`;
 }
