@@ -19,7 +19,7 @@
 import type { IHeaders, Kafka, Message } from 'kafkajs';
 import type { Logger } from 'pino';
 import { StreamstatsError } from '../errors.js';
-import type { DeadLetter, DeadLetterEntry } from './dead-letter.js';
+import type { DeadLetter, DeadLetterEntry } from './types.js';
 import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
 import { chunkMessages, compressionCodec, kafkaClient, KAFKA_SINK_DEFAULTS, ProducerSet, RECORD_OVERHEAD_BYTES, topicMaxMessageBytes, validateProducerOptions, type KafkaClientSpec, type KafkaCompression } from './kafka.js';
 

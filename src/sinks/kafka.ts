@@ -34,7 +34,8 @@ import { producibleCompressions, zstdAvailable, type KafkaCompression } from '..
 export { KAFKA_COMPRESSIONS, type KafkaCompression } from '../kafka/compression.js';
 import { JavaCompatiblePartitioner, partitionForKey } from '../kafka/partitioner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
+import type { CommitPoint, PositionStore } from '../commit/types.js';
+import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from './types.js';
 
 const { CompressionTypes } = kafkajs;
 
@@ -372,7 +373,7 @@ interface Lane {
 export class KafkaSink implements Sink {
   readonly describe: string;
   /** In exactly-once mode the committed offsets travel in the sink's transactions: readPositions() reads them back. */
-  readonly ownsPositions: boolean;
+  readonly positions: PositionStore | undefined;
   readonly pipelined = true;
   readonly #o: KafkaSinkOptions;
   readonly #lanes = new Map<string, Lane>();
@@ -401,7 +402,7 @@ export class KafkaSink implements Sink {
     this.#kafka = kafkaClient(opts.kafka, opts.logger);
     this.#codec = compressionCodec(opts.compression);
     this.#maxBytes = opts.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes;
-    this.ownsPositions = opts.exactlyOnce;
+    this.positions = opts.exactlyOnce ? this : undefined;
     this.describe = `kafka:${opts.topic}${opts.exactlyOnce ? ' (exactly-once)' : ''}`;
     const transactionTimeout = opts.transactionTimeoutMs ?? KAFKA_SINK_DEFAULTS.transactionTimeoutMs;
     this.#producers = new ProducerSet(this.#kafka, opts.logger, (kafka, id) =>
@@ -676,20 +677,20 @@ export class KafkaSink implements Sink {
    * and their metadata. Partitions without our metadata are left out (the source then uses the
    * group's commit as usual).
    */
-  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, PartitionPositions>> {
-    const out = new Map<number, PartitionPositions>();
+  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
+    const out = new Map<number, CommitPoint>();
     if (!this.#o.exactlyOnce || partitions.length === 0) return out;
     await Promise.all(partitions.map((p) => this.#producers.renew(this.transactionalId(topic, p))));
     const admin = await this.#adminClient();
     const wanted = new Set(partitions);
-    const read = async (): Promise<Map<number, PartitionPositions>> => {
-      const m = new Map<number, PartitionPositions>();
+    const read = async (): Promise<Map<number, CommitPoint>> => {
+      const m = new Map<number, CommitPoint>();
       for (const t of await admin.fetchOffsets({ groupId: this.#o.groupId, topics: [topic] })) {
         for (const p of t.partitions) {
           const offset = Number(p.offset);
           const meta = parseCommitMeta(p.metadata);
           if (!wanted.has(p.partition) || offset < 0 || meta === null) continue;
-          m.set(p.partition, { position: offset, watermarkMs: meta.wm, appliedEnd: meta.hi });
+          m.set(p.partition, { position: offset, ...meta });
         }
       }
       return m;
@@ -701,7 +702,7 @@ export class KafkaSink implements Sink {
     // the answer has not changed for STABLE_POSITIONS_MS (several reads), at most 20 reads. This is a
     // mitigation, not a proof: only OffsetFetch v7+ (flexible versions, which kafkajs cannot frame)
     // can ask the coordinator to wait.
-    const same = (a: Map<number, PartitionPositions>, b: Map<number, PartitionPositions>) => a.size === b.size && [...a].every(([p, v]) => {
+    const same = (a: Map<number, CommitPoint>, b: Map<number, CommitPoint>) => a.size === b.size && [...a].every(([p, v]) => {
       const o = b.get(p);
       return o !== undefined && o.position === v.position && o.appliedEnd === v.appliedEnd;
     });
