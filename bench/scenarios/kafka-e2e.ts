@@ -15,6 +15,7 @@
 // Every run is timed on the parent's clock, from spawn to the last message processed, and from the
 // first message seen to the last (which leaves out the group join). The scenario also exports the
 // helpers that scenario 6 (sustained.ts) uses: broker checks, topics, an engine process with /metrics.
+import { sleep } from '../../src/async/index.js';
 import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -212,7 +213,6 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface E2eRun {
   /** Spawn to the last message processed (sink variants: to the last row in the output). */
