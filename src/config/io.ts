@@ -12,23 +12,33 @@ export type SinkSpec =
   | { kind: 'kafka'; topic: string; exactlyOnce: boolean; compression: OutputCompression };
 export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' } | { kind: 'kafka'; topic: string; compression: OutputCompression };
 
-const TOPIC_CHARS = 'a topic name of letters, digits, ".", "_" and "-"';
+/** PATH of `file:PATH`, or null. */
+function filePath(s: string): string | null {
+  return s.startsWith('file:') && s.length > 5 ? s.slice(5) : null;
+}
+
+/** The topic an output to Kafka (`option`=kafka) writes to, checked. */
+function outputTopic(r: Reader, name: 'OUTPUT_TOPIC' | 'DLQ_TOPIC', option: 'SINK' | 'DEAD_LETTER'): string {
+  const topic = r.raw(name);
+  if (!TOPIC_NAME.test(topic)) throw r.fail(name, topic, `${option}=kafka needs a topic name of letters, digits, ".", "_" and "-"`);
+  return topic;
+}
 
 export function parseSource(r: Reader): SourceSpec {
   const s = r.raw('SOURCE');
+  const path = filePath(s);
   if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
-  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  if (path !== null) return { kind: 'file', path };
   throw r.fail('SOURCE', s, 'generator, file:PATH, stdin or kafka is allowed');
 }
 
 export function parseSink(r: Reader): SinkSpec {
   const s = r.raw('SINK');
+  const path = filePath(s);
   if (s === 'stdout') return { kind: 'stdout' };
-  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  if (path !== null) return { kind: 'file', path };
   if (s === 'kafka') {
-    const topic = r.raw('OUTPUT_TOPIC');
-    if (!TOPIC_NAME.test(topic)) throw r.fail('OUTPUT_TOPIC', topic, `SINK=kafka needs ${TOPIC_CHARS}`);
-    return { kind: 'kafka', topic, exactlyOnce: r.bool('EXACTLY_ONCE'), compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
+    return { kind: 'kafka', topic: outputTopic(r, 'OUTPUT_TOPIC', 'SINK'), exactlyOnce: r.bool('EXACTLY_ONCE'), compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
   }
   if (/^postgres(ql)?:\/\/./.test(s)) {
     try {
@@ -43,12 +53,11 @@ export function parseSink(r: Reader): SinkSpec {
 
 export function parseDeadLetter(r: Reader): DeadLetterSpec {
   const s = r.raw('DEAD_LETTER');
+  const path = filePath(s);
   if (s === 'stderr') return { kind: 'stderr' };
-  if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
+  if (path !== null) return { kind: 'file', path };
   if (s === 'kafka') {
-    const topic = r.raw('DLQ_TOPIC');
-    if (!TOPIC_NAME.test(topic)) throw r.fail('DLQ_TOPIC', topic, `DEAD_LETTER=kafka needs ${TOPIC_CHARS}`);
-    return { kind: 'kafka', topic, compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
+    return { kind: 'kafka', topic: outputTopic(r, 'DLQ_TOPIC', 'DEAD_LETTER'), compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
   }
   throw r.fail('DEAD_LETTER', s, 'file:PATH, stderr or kafka is allowed (rejected records are never dropped)');
 }
