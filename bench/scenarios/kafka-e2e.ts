@@ -35,6 +35,7 @@ import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
 import { metricMax, metricSum, parseMetrics, type Metrics } from '../../test/fixtures/metrics.js';
 import { createTopicOn, deleteTopicsOn, kafkaClient, uid } from '../../test/fixtures/topics.js';
+import { spawnCli } from '../../test/fixtures/engine-process.js';
 
 export const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const PRODUCE = join(ROOT, 'dist', 'src', 'tools', 'produce.js');
@@ -184,19 +185,15 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     ...vars,
   };
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, ['--import', PATHS.preload, PATHS.cli], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let tail = '';
   let maxRssBytes = NaN;
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const port = new Promise<number>((resolve, reject) => {
-    const lines = createInterface({ input: child.stderr! });
-    lines.on('line', (line) => {
-      tail = `${tail}${line}\n`.slice(-4000);
+  const { child, port: listening, stderr, closed } = spawnCli(env, {
+    nodeArgs: ['--import', PATHS.preload],
+    onLine: (line) => {
       if (line.startsWith('{"bench":"maxrss"')) maxRssBytes = (JSON.parse(line) as { maxRssBytes: number }).maxRssBytes;
-      if (line.includes('metrics on /metrics')) resolve((JSON.parse(line) as { port: number }).port);
-    });
-    void closed.then((code) => reject(new Error(`streamstats exited with ${code} before listening:\n${tail}`)));
+    },
   });
+  const tail = () => stderr().slice(-4000);
+  const port = Promise.race([listening, closed.then((code) => Promise.reject(new Error(`streamstats exited with ${code} before listening:\n${tail()}`)))]);
   port.catch(() => {});
   const get = async (path: string): Promise<Response> => fetch(`http://127.0.0.1:${await port}${path}`);
   return {
@@ -208,7 +205,7 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     stop: async () => {
       child.kill('SIGTERM');
       const code = await closed;
-      return { code, maxRssBytes, stderrTail: tail };
+      return { code, maxRssBytes, stderrTail: tail() };
     },
   };
 }
