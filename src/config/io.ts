@@ -1,6 +1,6 @@
 // Where records come from and where rows and rejected records go: SOURCE, SINK, DEAD_LETTER.
 import { producibleCompressions, type KafkaCompression } from '../kafka/compression.js';
-import { TOPIC_NAME } from './kafka.js';
+import { TOPIC_NAME_RULE, validTopicName } from '../kafka/topics.js';
 import type { Reader } from './reader.js';
 
 export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
@@ -20,7 +20,7 @@ function filePath(s: string): string | null {
 /** The topic an output to Kafka (`option`=kafka) writes to, checked. */
 function outputTopic(r: Reader, name: 'OUTPUT_TOPIC' | 'DLQ_TOPIC', option: 'SINK' | 'DEAD_LETTER'): string {
   const topic = r.raw(name);
-  if (!TOPIC_NAME.test(topic)) throw r.fail(name, topic, `${option}=kafka needs a topic name of letters, digits, ".", "_" and "-"`);
+  if (!validTopicName(topic)) throw r.fail(name, topic, `${option}=kafka needs ${TOPIC_NAME_RULE}`);
   return topic;
 }
 

@@ -1,6 +1,7 @@
 // The Kafka client's options (SOURCE=kafka, and the Kafka sink and dead letter): brokers, topics,
 // group, TLS, SASL, timeouts and the intake bound.
 import { readFileSync } from 'node:fs';
+import { validTopicName } from '../kafka/topics.js';
 import { list, type Reader } from './reader.js';
 
 export interface KafkaConfig {
@@ -22,9 +23,6 @@ export interface KafkaConfig {
   retryMaxMs: number;
 }
 
-/** Kafka's legal topic names (until src/kafka exports its pattern). */
-export const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
-
 function pemFile(r: Reader, name: 'KAFKA_SSL_CA' | 'KAFKA_SSL_CERT' | 'KAFKA_SSL_KEY'): string | undefined {
   const path = r.raw(name);
   if (path === '') return undefined;
@@ -45,7 +43,7 @@ export function parseKafka(r: Reader, required: boolean): KafkaConfig {
   const topicsText = r.raw('KAFKA_TOPICS');
   const topics = list(topicsText);
   if (required && topics.length === 0) throw r.fail('KAFKA_TOPICS', topicsText, 'SOURCE=kafka needs at least one topic');
-  if (topics.some((t) => !TOPIC_NAME.test(t))) {
+  if (topics.some((t) => !validTopicName(t))) {
     throw r.fail('KAFKA_TOPICS', topicsText, 'topic names of letters, digits, ".", "_" and "-" (at most 249) are allowed');
   }
   const ssl = r.bool('KAFKA_SSL')
