@@ -8,12 +8,15 @@ import { WINDOW_STORE_DEFAULTS } from '../windows/store.js';
 
 export type OptionGroup = 'engine' | 'format' | 'windows' | 'limits' | 'io' | 'generator' | 'kafka' | 'ops';
 
-/** What a value may be. `text` is checked by its component's parser (a URL, a path, a list). */
+/**
+ * What a value may be. Text (a row without a type) is checked by its component's parser: a URL, a
+ * path, a list.
+ */
 export type OptionType =
   | { readonly type: 'int'; readonly min: number; readonly max: number; readonly also?: readonly string[] }
   | { readonly type: 'number'; readonly min: number; readonly max: number }
   | { readonly type: 'enum'; readonly values: readonly string[] }
-  | { readonly type: 'text' };
+  | { readonly type?: 'text' };
 
 /**
  * Where a secret sits and how it is hidden. `value`: the whole value (a password); `url`: the user
@@ -41,28 +44,27 @@ const intOr = <const A extends readonly string[]>(min: number, max: number, also
 const num = (min: number, max: number) => ({ type: 'number', min, max }) as const;
 const oneOf = <const V extends readonly string[]>(values: V) => ({ type: 'enum', values }) as const;
 const bool = { type: 'enum', values: ['true', 'false'] } as const;
-const text = { type: 'text' } as const;
 const MIB = 1024 * 1024;
 
 export const OPTIONS = [
-  { env: 'SOURCE', default: 'generator', group: 'io', ...text, help: 'generator | file:PATH | stdin | kafka' },
-  { env: 'SINK', default: 'stdout', group: 'io', ...text, secret: { kind: 'url', at: 'sink.url' }, help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka) | kafka (to OUTPUT_TOPIC)' },
-  { env: 'OUTPUT_TOPIC', default: '', group: 'io', ...text, help: 'SINK=kafka: topic of the statistics rows (JSON keyed by row identity)' },
+  { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
+  { env: 'SINK', default: 'stdout', group: 'io', secret: { kind: 'url', at: 'sink.url' }, help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka) | kafka (to OUTPUT_TOPIC)' },
+  { env: 'OUTPUT_TOPIC', default: '', group: 'io', help: 'SINK=kafka: topic of the statistics rows (JSON keyed by row identity)' },
   { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', ...oneOf(KAFKA_COMPRESSIONS), help: 'SINK=kafka and DEAD_LETTER=kafka: compression of what is produced (zstd needs Node >= 22.15)' },
   { env: 'EXACTLY_ONCE', default: 'false', group: 'io', ...bool, help: 'SINK=kafka: true = rows and consumed offsets commit in one Kafka transaction (read with read_committed)' },
-  { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', ...text, help: 'file:PATH | stderr | kafka (to DLQ_TOPIC): where rejected records go, with their reason' },
-  { env: 'DLQ_TOPIC', default: '', group: 'io', ...text, help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
+  { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr | kafka (to DLQ_TOPIC): where rejected records go, with their reason' },
+  { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
   { env: 'FORMAT', default: 'monasca', group: 'format', ...oneOf(['monasca', 'ceilometer', 'json']), help: 'the records\' JSON layout' },
-  { env: 'JSON_NAME', default: '', group: 'format', ...text, help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
-  { env: 'JSON_VALUE', default: '=1', group: 'format', ...text, help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
-  { env: 'JSON_TIMESTAMP', default: 'timestamp', group: 'format', ...text, help: 'FORMAT=json: path of the event time (ms since epoch or ISO 8601)' },
-  { env: 'JSON_UNIT', default: '', group: 'format', ...text, help: 'FORMAT=json: path of the unit, or =CONSTANT; empty = no unit' },
-  { env: 'JSON_DIMENSIONS', default: '', group: 'format', ...text, help: 'FORMAT=json: comma list of NAME=PATH or PATH (name = path)' },
-  { env: 'GROUP_BY', default: '', group: 'windows', ...text, help: 'comma list of dimension names a series is keyed by; empty = all dimensions' },
+  { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
+  { env: 'JSON_VALUE', default: '=1', group: 'format', help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
+  { env: 'JSON_TIMESTAMP', default: 'timestamp', group: 'format', help: 'FORMAT=json: path of the event time (ms since epoch or ISO 8601)' },
+  { env: 'JSON_UNIT', default: '', group: 'format', help: 'FORMAT=json: path of the unit, or =CONSTANT; empty = no unit' },
+  { env: 'JSON_DIMENSIONS', default: '', group: 'format', help: 'FORMAT=json: comma list of NAME=PATH or PATH (name = path)' },
+  { env: 'GROUP_BY', default: '', group: 'windows', help: 'comma list of dimension names a series is keyed by; empty = all dimensions' },
   { env: 'WINDOW_SECONDS', default: '60', group: 'windows', ...int(1, 86400), help: 'tumbling event-time window length, aligned to the epoch (whole seconds)' },
   { env: 'ALLOWED_LATENESS_SECONDS', default: '5', group: 'windows', ...num(0, 86400 * 7), help: 'watermark = max event time seen - this; later records are dead-lettered as late' },
   { env: 'WATERMARK_CONFIRM_RECORDS', default: String(WINDOW_STORE_DEFAULTS.confirmRecords), group: 'windows', ...int(1, 1_000_000), help: 'records more than ALLOWED_LATENESS_SECONDS ahead of a partition\'s stream time move its watermark only once this many confirm the jump (1 = follow every record)' },
-  { env: 'PERCENTILES', default: '', group: 'windows', ...text, help: 'comma list of percentiles (0..100) per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
+  { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles (0..100) per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', ...num(0.0001, 0.1), help: 'relative accuracy of the percentile sketch' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', ...int(1, 100_000_000), help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
   { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', ...int(0, 10_000), help: 'dimensions per record, Monasca meta _tenant_id and _region included; more is rejected (too_many_dimensions)' },
@@ -81,22 +83,22 @@ export const OPTIONS = [
   { env: 'GEN_METRICS', default: '1000', group: 'generator', ...int(1, 10_000_000), help: 'distinct metric names (aaa.perf_000..)' },
   { env: 'GEN_HOSTS', default: '4', group: 'generator', ...int(1, 1_000_000), help: 'distinct hostname dimension values (agent_0..)' },
   { env: 'GEN_INTERVAL_SECONDS', default: '30', group: 'generator', ...num(0.001, 86400), help: 'event-time step between two points of one series' },
-  { env: 'GEN_START', default: '2020-02-11T12:42:13Z', group: 'generator', ...text, help: 'event time of the first point (ISO 8601)' },
+  { env: 'GEN_START', default: '2020-02-11T12:42:13Z', group: 'generator', help: 'event time of the first point (ISO 8601)' },
   { env: 'GEN_SEED', default: '1', group: 'generator', ...int(0, 2 ** 32 - 1), help: 'PRNG seed; the same seed gives the same workload' },
   { env: 'GEN_RATE', default: '0', group: 'generator', ...num(0, 1e9), help: 'points per second (wall clock); 0 = as fast as possible' },
-  { env: 'KAFKA_BROKERS', default: '127.0.0.1:9092', group: 'kafka', ...text, help: 'SOURCE=kafka: comma list of host:port bootstrap brokers' },
-  { env: 'KAFKA_TOPICS', default: '', group: 'kafka', ...text, help: 'SOURCE=kafka: comma list of topics to consume (required)' },
-  { env: 'KAFKA_GROUP_ID', default: 'streamstats', group: 'kafka', ...text, help: 'consumer group; run more instances with the same id to scale out' },
-  { env: 'KAFKA_CLIENT_ID', default: 'streamstats', group: 'kafka', ...text, help: 'client id sent to the brokers' },
+  { env: 'KAFKA_BROKERS', default: '127.0.0.1:9092', group: 'kafka', help: 'SOURCE=kafka: comma list of host:port bootstrap brokers' },
+  { env: 'KAFKA_TOPICS', default: '', group: 'kafka', help: 'SOURCE=kafka: comma list of topics to consume (required)' },
+  { env: 'KAFKA_GROUP_ID', default: 'streamstats', group: 'kafka', help: 'consumer group; run more instances with the same id to scale out' },
+  { env: 'KAFKA_CLIENT_ID', default: 'streamstats', group: 'kafka', help: 'client id sent to the brokers' },
   { env: 'KAFKA_FROM', default: 'earliest', group: 'kafka', ...oneOf(['earliest', 'latest']), help: 'where a group without committed offsets starts' },
   { env: 'KAFKA_SSL', default: 'false', group: 'kafka', ...bool, help: 'TLS to the brokers' },
-  { env: 'KAFKA_SSL_CA', default: '', group: 'kafka', ...text, help: 'TLS: path of a PEM CA bundle' },
-  { env: 'KAFKA_SSL_CERT', default: '', group: 'kafka', ...text, help: 'TLS: path of a PEM client certificate' },
-  { env: 'KAFKA_SSL_KEY', default: '', group: 'kafka', ...text, secret: { kind: 'file', at: 'kafka.ssl.key' }, help: 'TLS: path of the PEM client key' },
+  { env: 'KAFKA_SSL_CA', default: '', group: 'kafka', help: 'TLS: path of a PEM CA bundle' },
+  { env: 'KAFKA_SSL_CERT', default: '', group: 'kafka', help: 'TLS: path of a PEM client certificate' },
+  { env: 'KAFKA_SSL_KEY', default: '', group: 'kafka', secret: { kind: 'file', at: 'kafka.ssl.key' }, help: 'TLS: path of the PEM client key' },
   { env: 'KAFKA_SSL_REJECT_UNAUTHORIZED', default: 'true', group: 'kafka', ...bool, help: 'TLS: verify the brokers\' certificates' },
   { env: 'KAFKA_SASL_MECHANISM', default: '', group: 'kafka', ...oneOf(['plain', 'scram-sha-256', 'scram-sha-512']), help: 'SASL mechanism; empty = no SASL' },
-  { env: 'KAFKA_SASL_USERNAME', default: '', group: 'kafka', ...text, help: 'SASL user name' },
-  { env: 'KAFKA_SASL_PASSWORD', default: '', group: 'kafka', ...text, secret: { kind: 'value', at: 'kafka.sasl.password' }, help: 'SASL password' },
+  { env: 'KAFKA_SASL_USERNAME', default: '', group: 'kafka', help: 'SASL user name' },
+  { env: 'KAFKA_SASL_PASSWORD', default: '', group: 'kafka', secret: { kind: 'value', at: 'kafka.sasl.password' }, help: 'SASL password' },
   { env: 'KAFKA_SESSION_TIMEOUT_MS', default: '30000', group: 'kafka', ...int(6000, 300000), help: 'consumer group session timeout' },
   { env: 'KAFKA_HEARTBEAT_INTERVAL_MS', default: '3000', group: 'kafka', ...int(100, 300000), help: 'heartbeat interval (must be below the session timeout)' },
   { env: 'KAFKA_MAX_WAIT_MS', default: '100', group: 'kafka', ...int(0, 60000), help: 'longest a fetch waits for data (also how long a fully paused consumer sleeps)' },
@@ -107,7 +109,7 @@ export const OPTIONS = [
   { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics' },
   { env: 'KAFKA_RETRY_MAX_SECONDS', default: '30', group: 'kafka', ...num(1, 3600), help: 'longest back-off between reconnection attempts when the brokers are unreachable' },
   { env: 'METRICS_PORT', default: '9464', group: 'ops', ...int(0, 65535), help: 'HTTP port of /metrics, /healthz, /readyz; 0 = any free port (logged)' },
-  { env: 'METRICS_HOST', default: '0.0.0.0', group: 'ops', ...text, help: 'address the HTTP server binds' },
+  { env: 'METRICS_HOST', default: '0.0.0.0', group: 'ops', help: 'address the HTTP server binds' },
   { env: 'LOG_LEVEL', default: 'info', group: 'ops', ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), help: 'JSON logs on stderr from this level up' },
   { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA; auto = on when stderr is a TTY' },
   { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', ...num(1, 3600), help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },
@@ -141,7 +143,7 @@ export function allowedText(o: OptionSpec): string {
       return `number ${o.min}..${o.max}`;
     case 'enum':
       return o.values.join(' | ');
-    case 'text':
+    default:
       return '';
   }
 }

@@ -63,7 +63,7 @@ export class Reader {
         // An enum whose default is unset (KAFKA_SASL_MECHANISM) may stay unset.
         if (s === '' && o.default === '') return s as ValueOf<SpecOf<N>>;
         return this.oneOf(name, o.values) as ValueOf<SpecOf<N>>;
-      case 'text':
+      default:
         return s as ValueOf<SpecOf<N>>;
     }
   }
@@ -73,7 +73,7 @@ export class Reader {
    * (KAFKA_SSL_REJECT_UNAUTHORIZED=ture with KAFKA_SSL=false) is still an error, not silence.
    */
   checkAll(): void {
-    for (const o of OPTIONS) if (o.type !== 'text') this.get(o.env);
+    for (const o of OPTIONS) if ('type' in o) this.get(o.env);
   }
 
   /** `true` or `false`. */
