@@ -24,7 +24,7 @@ import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
 import { PRODUCER_DEFAULTS, ProducerSet, validateProducerOptions, type ProducerOptions } from '../kafka/producer.js';
 import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
 import { TopicLimits } from '../kafka/topics.js';
-import type { DeadLetter, DeadLetterEntry } from './dead-letter.js';
+import type { DeadLetter, DeadLetterEntry } from './types.js';
 
 export interface KafkaDeadLetterOptions extends ProducerOptions {
   /** DLQ_TOPIC. */

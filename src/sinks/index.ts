@@ -35,4 +35,4 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
   }
 }
 
-export type { PartitionPositions, RowRejection, Sink, SinkCommit, SinkWriteResult } from './types.js';
+export type { DeadLetter, DeadLetterEntry, RowRejection, Sink, SinkCommit, SinkWriteResult } from './types.js';

@@ -4,7 +4,7 @@ import type { Admin } from 'kafkajs';
 import { sleep } from '../../async/index.js';
 import { parseCommitMeta } from '../../commit/meta.js';
 import type { ProducerSet } from '../../kafka/producer.js';
-import type { PartitionPositions } from '../types.js';
+import type { CommitPoint } from '../../commit/types.js';
 import { transactionalId } from './transactions.js';
 
 /** Committed positions must read the same for this long before they are used. */
@@ -13,7 +13,7 @@ const STABLE_POSITIONS_MS = 1000;
 const POSITIONS_READ_INTERVAL_MS = 250;
 const POSITIONS_MAX_READS = 20;
 
-type Positions = Map<number, PartitionPositions>;
+type Positions = Map<number, CommitPoint>;
 
 /**
  * Claims the input partitions (a fresh transactional producer for each, which fences the previous
@@ -37,7 +37,7 @@ export async function readPositions(
         const offset = Number(p.offset);
         const meta = parseCommitMeta(p.metadata);
         if (!wanted.has(p.partition) || offset < 0 || meta === null) continue;
-        m.set(p.partition, { position: offset, watermarkMs: meta.wm, appliedEnd: meta.hi });
+        m.set(p.partition, { position: offset, ...meta });
       }
     }
     return m;

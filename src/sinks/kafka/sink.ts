@@ -20,7 +20,8 @@ import { JavaCompatiblePartitioner } from '../../kafka/partitioner.js';
 import { disconnectTimeoutMs, ProducerSet } from '../../kafka/producer.js';
 import { TopicLimits } from '../../kafka/topics.js';
 import type { RowBatch } from '../../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
+import { WRITTEN_ALL, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { Lanes } from './lanes.js';
 import { encodeRows } from './messages.js';
 import { KAFKA_SINK_DEFAULTS, validateKafkaSinkOptions, type KafkaSinkOptions } from './options.js';
@@ -31,7 +32,7 @@ import { writeIdempotent, type GroupWriteContext } from './writes.js';
 export class KafkaSink implements Sink {
   readonly describe: string;
   /** In exactly-once mode the committed offsets travel in the sink's transactions: readPositions() reads them back. */
-  readonly ownsPositions: boolean;
+  readonly positions: PositionStore | undefined;
   readonly pipelined = true;
   readonly #o: KafkaSinkOptions;
   readonly #admin: LazyAdmin;
@@ -48,7 +49,7 @@ export class KafkaSink implements Sink {
     const kafka = kafkaClient(opts.kafka, opts.logger);
     this.#admin = new LazyAdmin(kafka);
     this.#limits = new TopicLimits({ topic: opts.topic, admin: () => this.#admin.get(), logger: opts.logger, withPartitions: true });
-    this.ownsPositions = opts.exactlyOnce;
+    this.positions = opts.exactlyOnce ? this : undefined;
     this.describe = `kafka:${opts.topic}${opts.exactlyOnce ? ' (exactly-once)' : ''}`;
     this.#producers = new ProducerSet(kafka, opts.logger, producerFactory(opts));
     this.#context = {
@@ -105,7 +106,7 @@ export class KafkaSink implements Sink {
   }
 
   /** Exactly-once only (./positions.ts); at least once, the source uses the group's commits. */
-  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, PartitionPositions>> {
+  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
     if (!this.#o.exactlyOnce) return new Map();
     return readPositions({ groupId: this.#o.groupId, producers: this.#producers, admin: () => this.#admin.get() }, topic, partitions);
   }
