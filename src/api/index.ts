@@ -28,5 +28,7 @@
 //   A query that is not allowed: 400 {"error": "..."} naming the parameter and what is allowed.
 // - Timestamps in responses: ISO 8601 UTC with milliseconds ("2020-02-11T12:00:00.000Z").
 export { createStatisticsApi, type Routes, type StatisticsApiOptions } from './routes.js';
+export { loadTokens, parseTokens, requestToken, TokenFileError, TokenTable, type Scope } from './tokens.js';
+export { API_DEFAULTS, parseApiConfig, type ApiConfig } from './config.js';
 export { DEFAULT_MAX_RESULTS, listMeters, queryStatistics, statisticsSql, type Meter, type Queryable, type QueryOptions, type Statistics } from './statistics.js';
 export { ApiError, parseMetersQuery, parseStatisticsQuery, type Aggregate, type MetersParams, type QueryFilter, type StatisticsParams } from './params.js';

@@ -19,6 +19,7 @@
 import type pg from 'pg';
 import { Sketch, type SketchData } from '../core/sketch.js';
 import { TABLES } from '../sinks/postgres/schema.js';
+import type { Scope } from './tokens.js';
 import {
   ApiError,
   checkAggregates,
@@ -60,6 +61,30 @@ export interface Meter {
 export interface QueryOptions {
   /** Result groups above this are refused (400), so one query cannot build an unbounded response. */
   maxResults?: number;
+  /** What the caller's token may read; absent = everything (admin). */
+  scope?: Scope;
+}
+
+/**
+ * The dimension that names a row's project. Monasca's _tenant_id comes from the envelope's meta (the
+ * tenant the Monasca API authenticated), never from the sender's dimensions, so it can be trusted.
+ */
+export const TENANT_DIMENSION = '_tenant_id';
+/** Filters on these ask for a project: a project token may name only its own (Ceilometer's rule). */
+const PROJECT_FIELDS: ReadonlySet<string> = new Set([TENANT_DIMENSION, 'project_id', 'project']);
+
+/**
+ * A project-scoped token reads only rows of its project, as Ceilometer scopes a non-admin query: a
+ * filter naming another project is a 403, and the project's own filter is added to every query.
+ */
+function scoped(filters: CheckedFilter[], scope: Scope | undefined): CheckedFilter[] {
+  if (scope === undefined || scope.admin) return filters;
+  for (const [i, f] of filters.entries()) {
+    if (PROJECT_FIELDS.has(f.field) && String(f.value) !== scope.project) {
+      throw new ApiError(403, `q.field[${i}]=${JSON.stringify(f.field)}: this token may read project ${JSON.stringify(scope.project)} only`);
+    }
+  }
+  return [...filters, { field: TENANT_DIMENSION, op: 'eq', value: scope.project, numeric: false }];
 }
 
 export const DEFAULT_MAX_RESULTS = 100_000;
@@ -118,13 +143,13 @@ interface Plan {
   period: number | undefined;
 }
 
-function plan(params: StatisticsParams): Plan {
+function plan(params: StatisticsParams, scope?: Scope): Plan {
   if (typeof params.meter !== 'string' || params.meter === '') throw new ApiError(400, 'meter name is empty: /v2/meters/{name}/statistics');
   const period = params.period;
   if (period !== undefined && !(Number.isInteger(period) && period > 0)) {
     throw new ApiError(400, `period=${period} is not valid: a positive whole number of seconds, a multiple of the stored window period`);
   }
-  return { filters: checkFilters(params.q), groupby: checkGroupby(params.groupby), aggregates: checkAggregates(params.aggregate), period };
+  return { filters: scoped(checkFilters(params.q), scope), groupby: checkGroupby(params.groupby), aggregates: checkAggregates(params.aggregate), period };
 }
 
 /**
@@ -153,7 +178,7 @@ const CARDINALITY_PREFIX = 'c';
 
 /** The merge query. Exported so that a benchmark or a test can EXPLAIN it. */
 export function statisticsSql(params: StatisticsParams, opts: QueryOptions = {}): { text: string; values: unknown[] } {
-  return mergeSql(plan(params), params.meter, opts);
+  return mergeSql(plan(params, opts.scope), params.meter, opts);
 }
 
 function mergeSql(p: Plan, meter: string, opts: QueryOptions): { text: string; values: unknown[] } {
@@ -243,7 +268,7 @@ function groupKey(row: Record<string, unknown>, keys: readonly string[]): string
  * Throws ApiError (status 400) for a query that is not allowed.
  */
 export async function queryStatistics(db: Queryable, params: StatisticsParams, opts: QueryOptions = {}): Promise<Statistics[]> {
-  const p = plan(params);
+  const p = plan(params, opts.scope);
   const maxResults = opts.maxResults ?? DEFAULT_MAX_RESULTS;
   const merge = mergeSql(p, params.meter, opts);
   const wantSketch = p.aggregates.some((a) => a.func === 'percentile');
@@ -361,8 +386,8 @@ function percentile(g: GroupSketch | undefined, a: CheckedAggregate, stat: Stati
 }
 
 /** GET /v2/meters: the distinct (name, unit) pairs of the stored rows that match q, sorted. */
-export async function listMeters(db: Queryable, params: MetersParams = {}): Promise<Meter[]> {
-  const filters = checkFilters(params.q);
+export async function listMeters(db: Queryable, params: MetersParams = {}, opts: QueryOptions = {}): Promise<Meter[]> {
+  const filters = scoped(checkFilters(params.q), opts.scope);
   const b = new Binds();
   const where = whereSql(filters, b);
   const { rows } = await db.query<Meter>(

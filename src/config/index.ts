@@ -7,6 +7,7 @@ import { RecordError, checkText, parseIsoTimestamp } from '../core/record.js';
 import { redactUrl } from './redact.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
+import { parseApiConfig, type ApiConfig } from '../api/config.js';
 import { producibleCompressions, type KafkaCompression } from '../kafka/compression.js';
 
 export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
@@ -78,6 +79,8 @@ export interface Config {
   kafka: KafkaConfig;
   metricsPort: number;
   metricsHost: string;
+  /** The statistics API's listener and authentication (src/api/config.ts). */
+  api: ApiConfig;
   logLevel: string;
   progress: 'auto' | 'on' | 'off';
   shutdownTimeoutSeconds: number;
@@ -382,6 +385,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     kafka: parseKafka(r, source.kind === 'kafka'),
     metricsPort: r.int('METRICS_PORT', 0, 65535),
     metricsHost: r.raw('METRICS_HOST'),
+    api: parseApiConfig({ get: (n) => r.raw(n), sinkKind: sink.kind, metricsPort: r.int('METRICS_PORT', 0, 65535) }),
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     progress: r.oneOf('PROGRESS', ['auto', 'on', 'off'] as const),
     shutdownTimeoutSeconds: r.num('SHUTDOWN_TIMEOUT_SECONDS', 1, 3600),

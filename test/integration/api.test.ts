@@ -5,9 +5,10 @@
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import t, { type Test } from 'tap';
-import { createStatisticsApi, queryStatistics, type Statistics } from '../../src/api/index.js';
+import { createStatisticsApi, parseTokens, queryStatistics, type Statistics } from '../../src/api/index.js';
 import { Sketch } from '../../src/core/sketch.js';
 import { addSample, emptyMoments, stddev, type Moments } from '../../src/core/stats.js';
+import { ApiServer } from '../../src/http/api-server.js';
 import { HttpServer } from '../../src/http/server.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { Rng } from '../fixtures/gen.js';
@@ -18,6 +19,7 @@ const W = 60_000; // stored window
 const T0 = Date.parse('2020-02-11T12:01:00Z');
 const WINDOWS = 12;
 const ALPHA = 0.01;
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 
 interface Sample {
   name: string;
@@ -228,13 +230,17 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
   await sink.write({ rows, ndjson: () => '' });
 
   const logger = pino({ level: 'silent' });
-  const server = new HttpServer({ host: '127.0.0.1', port: 0, registry: new Registry(), ready: () => true, routes: createStatisticsApi({ pool, logger }) });
+  const server = new ApiServer({ host: '127.0.0.1', port: 0, routes: createStatisticsApi({ pool, logger, auth: parseTokens(`${ADMIN_TOKEN} admin\n`, 'tokens') }) });
   const port = await server.listen();
   t.teardown(() => server.close());
+  const ops = new HttpServer({ host: '127.0.0.1', port: 0, registry: new Registry(), ready: () => true });
+  const opsPort = await ops.listen();
+  t.teardown(() => ops.close());
   const base = `http://127.0.0.1:${port}`;
+  const auth = { 'x-auth-token': ADMIN_TOKEN };
 
   async function get(path: string, init?: RequestInit): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(`${base}${path}`, init);
+    const res = await fetch(`${base}${path}`, { ...init, headers: { ...auth, ...init?.headers } });
     const text = await res.text();
     let body: unknown = text;
     try {
@@ -421,16 +427,20 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
   });
 
   await t.test('methods and paths', async (t) => {
-    const post = await fetch(`${base}/v2/meters/cpu_util/statistics`, { method: 'POST' });
+    const post = await fetch(`${base}/v2/meters/cpu_util/statistics`, { method: 'POST', headers: auth });
     t.equal(post.status, 405);
     t.equal(post.headers.get('allow'), 'GET, HEAD');
-    const head = await fetch(`${base}/v2/meters`, { method: 'HEAD' });
+    const head = await fetch(`${base}/v2/meters`, { method: 'HEAD', headers: auth });
     t.equal(head.status, 200);
     const other = await get('/v2/resources');
     t.equal(other.status, 404);
     t.match(other.body, { error: /GET \/v2\/meters/ });
-    t.equal((await get('/nothing')).status, 404, 'outside /v2 the server answers as before');
-    t.equal((await get('/healthz')).status, 200);
+    t.equal((await get('/nothing')).status, 404, 'outside /v2: 404');
+    // Its own listener: the probes and /metrics are not on the API port, and the API is not on theirs.
+    t.equal((await get('/healthz')).status, 404, 'no probes on the API port');
+    t.equal((await get('/metrics')).status, 404, 'no /metrics on the API port');
+    t.equal((await fetch(`http://127.0.0.1:${opsPort}/v2/meters`, { headers: auth })).status, 404, 'no API on the metrics port');
+    t.equal((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status, 200, 'the probes are on the metrics port');
   });
 
   await t.test('every bad query is a 400 that names the parameter and what is allowed', async (t) => {

@@ -1,0 +1,58 @@
+// The statistics API's options (API_HOST, API_PORT, API_TOKENS_FILE, API_AUTH): one defaults
+// constant and one validator, called from src/config/index.ts.
+//
+// The API is served only when it is asked for: with a token file (API_TOKENS_FILE), or with
+// API_AUTH=none spelled out. Without either it stays off (a start-up log line says how to turn it on)
+// rather than refusing to start: a pipeline that writes to PostgreSQL runs as before, and nobody gets
+// an open API by upgrading. It binds 127.0.0.1 by default: tenant statistics are not for the network
+// until the operator chooses an interface (a Kubernetes pod sets API_HOST=0.0.0.0 behind its Service).
+import { ConfigError } from '../errors.js';
+import { loadTokens, TokenFileError, type TokenTable } from './tokens.js';
+
+export const API_DEFAULTS = {
+  host: '127.0.0.1',
+  /** Ceilometer's own port: clients configured for a Ceilometer endpoint find it where they expect. */
+  port: 8777,
+  auth: 'token',
+  tokensFile: '',
+} as const;
+
+export type ApiConfig =
+  | { readonly enabled: false; readonly reason: string }
+  | { readonly enabled: true; readonly host: string; readonly port: number; readonly auth: 'none' | TokenTable };
+
+export type ApiOption = 'API_HOST' | 'API_PORT' | 'API_TOKENS_FILE' | 'API_AUTH';
+
+export interface ApiConfigContext {
+  /** The variable's value, or its default from the option table. */
+  readonly get: (name: ApiOption) => string;
+  readonly sinkKind: string;
+  readonly metricsPort: number;
+}
+
+export function parseApiConfig(c: ApiConfigContext): ApiConfig {
+  const auth = c.get('API_AUTH');
+  if (auth !== 'token' && auth !== 'none') throw new ConfigError('API_AUTH', auth, 'token (X-Auth-Token checked against API_TOKENS_FILE) or none (no authentication) is allowed');
+  const file = c.get('API_TOKENS_FILE');
+  if (auth === 'none' && file !== '') throw new ConfigError('API_AUTH', auth, `API_TOKENS_FILE is set too (${file}): leave API_AUTH at token to use it, or unset API_TOKENS_FILE`);
+  if (auth === 'token' && file === '') {
+    return { enabled: false, reason: 'no API_TOKENS_FILE (set it, or API_AUTH=none for an API without authentication)' };
+  }
+  const asking: ApiOption = file === '' ? 'API_AUTH' : 'API_TOKENS_FILE';
+  if (c.sinkKind !== 'postgres') {
+    throw new ConfigError(asking, c.get(asking), `the statistics API reads the PostgreSQL store: it needs SINK=postgres://… (SINK is ${c.sinkKind})`);
+  }
+  const portText = c.get('API_PORT');
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError('API_PORT', portText, 'a port from 0 to 65535 is allowed (0 = any free port, logged)');
+  if (port !== 0 && port === c.metricsPort) throw new ConfigError('API_PORT', portText, 'it is METRICS_PORT too: the API listens on a port of its own, separate from /metrics and the probes');
+  const host = c.get('API_HOST');
+  if (host === '') throw new ConfigError('API_HOST', host, 'an address to bind is needed (127.0.0.1, 0.0.0.0, a local interface)');
+  if (auth === 'none') return { enabled: true, host, port, auth: 'none' };
+  try {
+    return { enabled: true, host, port, auth: loadTokens(file) };
+  } catch (err) {
+    if (err instanceof TokenFileError) throw new ConfigError('API_TOKENS_FILE', file, err.message);
+    throw err;
+  }
+}
