@@ -46,8 +46,8 @@ export function parseApiConfig(c: ApiConfigContext): ApiConfig {
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError('API_PORT', portText, 'a port from 0 to 65535 is allowed (0 = any free port, logged)');
   if (port !== 0 && port === c.metricsPort) throw new ConfigError('API_PORT', portText, 'it is METRICS_PORT too: the API listens on a port of its own, separate from /metrics and the probes');
+  // Like METRICS_HOST, any name: whether it is an address of this machine shows when it is bound.
   const host = c.get('API_HOST');
-  if (host === '') throw new ConfigError('API_HOST', host, 'an address to bind is needed (127.0.0.1, 0.0.0.0, a local interface)');
   if (auth === 'none') return { enabled: true, host, port, auth: 'none' };
   try {
     return { enabled: true, host, port, auth: loadTokens(file) };

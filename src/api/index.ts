@@ -30,5 +30,5 @@
 export { createStatisticsApi, type Routes, type StatisticsApiOptions } from './routes.js';
 export { loadTokens, parseTokens, requestToken, TokenFileError, TokenTable, type Scope } from './tokens.js';
 export { API_DEFAULTS, parseApiConfig, type ApiConfig } from './config.js';
-export { DEFAULT_MAX_RESULTS, listMeters, queryStatistics, statisticsSql, type Meter, type Queryable, type QueryOptions, type Statistics } from './statistics.js';
+export { ceilometerTime, DEFAULT_MAX_RESULTS, listMeters, TENANT_DIMENSION, queryStatistics, statisticsSql, type Meter, type Queryable, type QueryOptions, type Statistics } from './statistics.js';
 export { ApiError, parseMetersQuery, parseStatisticsQuery, type Aggregate, type MetersParams, type QueryFilter, type StatisticsParams } from './params.js';

@@ -22,7 +22,11 @@ import { TABLES } from '../sinks/postgres/schema.js';
 import type { Scope } from './tokens.js';
 import {
   ApiError,
+  LIMITS,
   checkAggregates,
+  checkText,
+  periodMessage,
+  shown,
   checkFilters,
   checkGroupby,
   type CheckedAggregate,
@@ -34,7 +38,11 @@ import {
 /** A pool, not a client: the sketch query takes a connection of its own for transaction-local settings. */
 export type Queryable = pg.Pool;
 
-/** One result, with the fields of Ceilometer's v2 Statistics (plus stddev). */
+/**
+ * One result, with the fields of Ceilometer's v2 Statistics (ceilometer/api/controllers/v2/meters.py):
+ * the standard aggregates, and the selectable ones (stddev, cardinality/X, percentile/P) only in
+ * "aggregate", present when aggregate.func was given.
+ */
 export interface Statistics {
   avg: number;
   count: number;
@@ -49,13 +57,21 @@ export interface Statistics {
   period_start: string;
   sum: number;
   unit: string | null;
-  stddev: number;
   aggregate?: Record<string, number | null>;
 }
 
+/** Ceilometer's v2 Meter: one per meter name and resource, with what the stored dimensions hold. */
 export interface Meter {
   name: string;
+  /** gauge, delta or cumulative when a counter_type dimension says so; null otherwise (not stored). */
+  type: string | null;
   unit: string | null;
+  resource_id: string | null;
+  project_id: string | null;
+  user_id: string | null;
+  source: string | null;
+  /** base64 of "resource_id+name", as Ceilometer makes it. */
+  meter_id: string;
 }
 
 export interface QueryOptions {
@@ -90,7 +106,9 @@ function scoped(filters: CheckedFilter[], scope: Scope | undefined): CheckedFilt
 export const DEFAULT_MAX_RESULTS = 100_000;
 
 const SQL_OPS = { lt: '<', le: '<=', eq: '=', ne: '<>', ge: '>=', gt: '>' } as const;
-const NUMBER_RE = String.raw`^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d{1,3})?\s*$`;
+// ASCII only: in a UTF-8 database \d and \s may match characters that numeric's input rejects, and then
+// the cast would fail the query. Exponents of up to 3 digits fit numeric (up to 1e131071, down to 1e-16383).
+const NUMBER_RE = String.raw`^ *[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]{1,3})? *$`;
 
 /** Bind parameters collected while the SQL text is built. */
 class Binds {
@@ -123,11 +141,19 @@ function filterSql(f: CheckedFilter, b: Binds): string {
   if (f.field === 'partition') return `partition ${SQL_OPS[f.op]} ${b.add(f.value, '::int')}`;
   if (f.field === 'topic') return `topic COLLATE "C" ${SQL_OPS[f.op]} ${b.add(f.value, '::text')}`;
   const dim = fieldExpr(f.field, b);
-  const lhs = f.numeric ? `(CASE WHEN ${dim} ~ '${NUMBER_RE}' THEN ${dim}::float8 END)` : f.op === 'eq' || f.op === 'ne' ? dim : `${dim} COLLATE "C"`;
-  const rhs = b.add(f.value, f.numeric ? '::float8' : '::text');
+  // Numeric q.type compares as numeric, not float8: a stored "1e999" is a number numeric holds, where
+  // a float8 cast would fail the whole query; text that is not a number (the regex) is no value at all.
+  const lhs = f.numeric ? `(CASE WHEN ${dim} ~ '${NUMBER_RE}' THEN ${dim}::numeric END)` : f.op === 'eq' || f.op === 'ne' ? dim : `${dim} COLLATE "C"`;
+  const rhs = f.numeric ? b.add(String(f.value), '::numeric') : b.add(f.value, '::text');
   // A row without the dimension is not equal to any value: ne includes it, every other op excludes it.
   if (f.op === 'ne') return `${lhs} IS DISTINCT FROM ${rhs}`;
   return `${lhs} ${SQL_OPS[f.op]} ${rhs}`;
+}
+
+function checkLimit(limit: number | undefined): void {
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= LIMITS.maxLimit)) {
+    throw new ApiError(400, `limit=${limit} is not valid: a whole number from 1 to ${LIMITS.maxLimit} is allowed`);
+  }
 }
 
 function whereSql(filters: readonly CheckedFilter[], b: Binds, meter?: string): string {
@@ -141,15 +167,16 @@ interface Plan {
   groupby: string[];
   aggregates: CheckedAggregate[];
   period: number | undefined;
+  limit: number | undefined;
 }
 
 function plan(params: StatisticsParams, scope?: Scope): Plan {
   if (typeof params.meter !== 'string' || params.meter === '') throw new ApiError(400, 'meter name is empty: /v2/meters/{name}/statistics');
+  checkText(params.meter, 'the meter name');
   const period = params.period;
-  if (period !== undefined && !(Number.isInteger(period) && period > 0)) {
-    throw new ApiError(400, `period=${period} is not valid: a positive whole number of seconds, a multiple of the stored window period`);
-  }
-  return { filters: scoped(checkFilters(params.q), scope), groupby: checkGroupby(params.groupby), aggregates: checkAggregates(params.aggregate), period };
+  if (period !== undefined && !(Number.isInteger(period) && period > 0 && period <= LIMITS.maxPeriodSeconds)) throw new ApiError(400, periodMessage(String(period)));
+  checkLimit(params.limit);
+  return { filters: scoped(checkFilters(params.q), scope), groupby: checkGroupby(params.groupby), aggregates: checkAggregates(params.aggregate), period, limit: params.limit };
 }
 
 /**
@@ -195,7 +222,8 @@ function mergeSql(p: Plan, meter: string, opts: QueryOptions): { text: string; v
   const order = rows.keys.map((k) => (k === 'b' || (k.startsWith('g') && p.groupby[Number(k.slice(1))] === 'partition') ? k : `${k} COLLATE "C"`)).join(', ');
   const badPeriod =
     p.period === undefined ? 'NULL::float8' : `max(w) FILTER (WHERE w <> round(w) OR w < 1 OR ${b.add(p.period, '::bigint')} % w::bigint <> 0)`;
-  const limit = b.add((opts.maxResults ?? DEFAULT_MAX_RESULTS) + 1, '::int');
+  // With limit: the first results in the answer's order. Without: one more than allowed, to say so.
+  const limit = b.add(p.limit ?? (opts.maxResults ?? DEFAULT_MAX_RESULTS) + 1, '::int');
   const text = `
 WITH r AS (${rows.sql}),
 m AS (SELECT r.*, sum(r.sum) OVER k / sum(r.n) OVER k AS gmean FROM r WINDOW k AS (PARTITION BY ${keys}))
@@ -257,7 +285,16 @@ interface SketchSummary {
   sk_z: number;
 }
 
-const iso = (ms: number) => new Date(Math.round(ms)).toISOString();
+/**
+ * Timestamps as Ceilometer writes them: WSME renders Python's datetime.isoformat() of naive UTC times,
+ * "2013-01-04T16:42:00" (no offset, no Z), with six fraction digits only when there is a fraction
+ * ("2014-01-31T10:00:41.823919"). Stored times have milliseconds, so the last three digits are 0.
+ */
+export function ceilometerTime(ms: number): string {
+  const iso = new Date(Math.round(ms)).toISOString();
+  const frac = iso.slice(20, 23);
+  return frac === '000' ? iso.slice(0, 19) : `${iso.slice(0, 19)}.${frac}000`;
+}
 
 function groupKey(row: Record<string, unknown>, keys: readonly string[]): string {
   return JSON.stringify(keys.map((k) => row[k] ?? null));
@@ -284,28 +321,30 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
   if (bad !== undefined) {
     throw new ApiError(400, `period=${p.period} is not valid: a multiple of the stored window period (${bad.bad_w} s) is allowed`);
   }
+  await checkGroupbyFound(db, p, params.meter, rows);
   const keys = ['b', 'u', ...p.groupby.map((_, i) => `g${i}`)].filter((k) => k !== 'b' || p.period !== undefined);
   const sketch = sk === undefined || sketches === undefined ? undefined : sketchesByGroup(sketches, sk.keys);
 
   return rows.map((r) => {
-    const periodStart = p.period === undefined ? r.ps : (r['b'] as number) * p.period * 1000;
-    const periodEnd = p.period === undefined ? r.pe : periodStart + p.period * 1000;
+    // Without period, Ceilometer answers period 0 and the period is the samples' own span
+    // (period_start = duration_start, period_end = duration_end).
+    const periodStart = p.period === undefined ? r.ds : (r['b'] as number) * p.period * 1000;
+    const periodEnd = p.period === undefined ? r.de : periodStart + p.period * 1000;
     const count = r.n;
     const stat: Statistics = {
       avg: r.s / count,
       count,
       duration: (r.de - r.ds) / 1000,
-      duration_end: iso(r.de),
-      duration_start: iso(r.ds),
+      duration_end: ceilometerTime(r.de),
+      duration_start: ceilometerTime(r.ds),
       groupby: p.groupby.length === 0 ? null : Object.fromEntries(p.groupby.map((g, i) => [g, (r[`g${i}`] as string | number | null) ?? null])),
       max: r.hi,
       min: r.lo,
-      period: (periodEnd - periodStart) / 1000,
-      period_end: iso(periodEnd),
-      period_start: iso(periodStart),
+      period: p.period ?? 0,
+      period_end: ceilometerTime(periodEnd),
+      period_start: ceilometerTime(periodStart),
       sum: r.s,
       unit: (r['u'] as string | null) ?? null,
-      stddev: count > 0 ? Math.sqrt(r.m2 / count) : 0,
     };
     if (p.aggregates.length > 0) {
       const agg: Record<string, number | null> = {};
@@ -313,12 +352,31 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
       for (const a of p.aggregates) {
         if (a.func === 'cardinality') agg[a.key] = r[`${CARDINALITY_PREFIX}${card++}`] as number;
         else if (a.func === 'percentile') agg[a.key] = percentile(sketch!.get(groupKey(r, keys)), a, stat);
+        else if (a.func === 'stddev') agg[a.key] = count > 0 ? Math.sqrt(r.m2 / count) : 0;
         else agg[a.key] = stat[a.func];
       }
       stat.aggregate = agg;
     }
     return stat;
   });
+}
+
+/**
+ * Ceilometer answers 400 for a groupby field it does not know. The fields here are the stored
+ * dimensions, so a field is unknown when no row the query selects has it: told apart from a field
+ * that is merely null in the groups shown by one more query, run only when every group shows null.
+ */
+async function checkGroupbyFound(db: Queryable, p: Plan, meter: string, rows: readonly MergedRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  for (const [i, g] of p.groupby.entries()) {
+    if (g === 'topic' || g === 'partition' || rows.some((r) => r[`g${i}`] !== null)) continue;
+    const b = new Binds();
+    const where = whereSql(p.filters, b, meter);
+    const found = await db.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${TABLES.statistics} ${where} AND groupby ? ${b.add(g, '::text')}) AS found`, b.values);
+    if (found.rows[0]?.found !== true) {
+      throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: no stored row of meter ${shown(meter)} that the query selects has that field; topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, …) is allowed`);
+    }
+  }
 }
 
 /**
@@ -385,14 +443,40 @@ function percentile(g: GroupSketch | undefined, a: CheckedAggregate, stat: Stati
   return Sketch.from({ a: g.sk_a_lo, pos: g.pos, neg: g.neg, zero: g.sk_z, count }).quantile(a.quantile!);
 }
 
-/** GET /v2/meters: the distinct (name, unit) pairs of the stored rows that match q, sorted. */
+/** The dimension expressions of a Meter's fields; project_id prefers the trusted _tenant_id. */
+const METER_FIELDS = {
+  resource_id: "groupby ->> 'resource_id'",
+  project_id: `coalesce(groupby ->> '${TENANT_DIMENSION}', groupby ->> 'project_id')`,
+  user_id: "groupby ->> 'user_id'",
+  source: "groupby ->> 'source'",
+  type: "CASE WHEN groupby ->> 'counter_type' IN ('gauge', 'delta', 'cumulative') THEN groupby ->> 'counter_type' END",
+} as const;
+
+/**
+ * GET /v2/meters: like Ceilometer, one Meter per meter name and resource (and unit, project, user,
+ * source, type) among the stored rows that match q, sorted bytewise; at most limit of them (100 when
+ * absent, Ceilometer's default_api_return_limit).
+ */
 export async function listMeters(db: Queryable, params: MetersParams = {}, opts: QueryOptions = {}): Promise<Meter[]> {
   const filters = scoped(checkFilters(params.q), opts.scope);
+  checkLimit(params.limit);
   const b = new Binds();
   const where = whereSql(filters, b);
-  const { rows } = await db.query<Meter>(
-    `SELECT name, unit FROM ${TABLES.statistics} ${where} GROUP BY name, unit ORDER BY name COLLATE "C", unit COLLATE "C"`,
+  const cols = Object.entries(METER_FIELDS).map(([k, e]) => `${e} AS ${k}`).join(', ');
+  const order = ['name', 'resource_id', 'unit', 'project_id', 'user_id', 'source', 'type'].map((k) => `${k} COLLATE "C"`).join(', ');
+  const limit = b.add(params.limit ?? LIMITS.defaultMetersLimit, '::int');
+  const { rows } = await db.query<Omit<Meter, 'meter_id'>>(
+    `SELECT * FROM (SELECT DISTINCT name, unit, ${cols} FROM ${TABLES.statistics} ${where}) m ORDER BY ${order} LIMIT ${limit}`,
     b.values,
   );
-  return rows.map((r) => ({ name: r.name, unit: r.unit }));
+  return rows.map((r) => ({
+    name: r.name,
+    type: r.type,
+    unit: r.unit,
+    resource_id: r.resource_id,
+    project_id: r.project_id,
+    user_id: r.user_id,
+    source: r.source,
+    meter_id: Buffer.from(`${r.resource_id ?? ''}+${r.name}`, 'utf8').toString('base64'),
+  }));
 }
