@@ -208,11 +208,17 @@ export function statisticsSql(params: StatisticsParams, opts: QueryOptions = {})
   return mergeSql(plan(params, opts.scope), params.meter, opts);
 }
 
-function mergeSql(p: Plan, meter: string, opts: QueryOptions): { text: string; values: unknown[] } {
+/**
+ * exact: the arithmetic in numeric instead of float8. PostgreSQL raises an error where float8 overflows
+ * (stored sums near 1e300 added up, or their squared deviations), so such a query is run again in
+ * numeric, which cannot overflow; results beyond float8 then read as Infinity (null in JSON).
+ */
+function mergeSql(p: Plan, meter: string, opts: QueryOptions, exact = false): { text: string; values: unknown[] } {
   const b = new Binds();
   const cards = p.aggregates.filter((a) => a.func === 'cardinality');
+  const num = exact ? ['count::numeric AS n', 'sum::numeric AS sum', 'min', 'max', 'avg::numeric AS avg', 'm2::numeric AS m2'] : ['count::float8 AS n', 'sum', 'min', 'max', 'avg', 'm2'];
   const extra = [
-    'count::float8 AS n', 'sum', 'min', 'max', 'avg', 'm2', 'period AS w', 'period_start', 'period_end', 'duration_start', 'duration_end',
+    ...num, 'period AS w', 'period_start', 'period_end', 'duration_start', 'duration_end',
     ...cards.map((a, j) => `${fieldExpr(a.param!, b)} AS ${CARDINALITY_PREFIX}${j}`),
   ];
   // fieldExpr above bound its parameters first: groupedRows continues the numbering.
@@ -307,12 +313,24 @@ function groupKey(row: Record<string, unknown>, keys: readonly string[]): string
 export async function queryStatistics(db: Queryable, params: StatisticsParams, opts: QueryOptions = {}): Promise<Statistics[]> {
   const p = plan(params, opts.scope);
   const maxResults = opts.maxResults ?? DEFAULT_MAX_RESULTS;
-  const merge = mergeSql(p, params.meter, opts);
   const wantSketch = p.aggregates.some((a) => a.func === 'percentile');
   const sk = wantSketch ? sketchSql(p, params.meter) : undefined;
-  // Percentiles: the merge and the sketch queries read one snapshot, or a window written in between
-  // would be in one and not the other.
-  const { merged, sketches } = sk === undefined ? { merged: (await db.query<MergedRow>(merge.text, merge.values)).rows, sketches: undefined } : await queryWithSketches(db, merge, sk);
+  const run = async (exact: boolean) => {
+    const merge = mergeSql(p, params.meter, opts, exact);
+    // Percentiles: the merge and the sketch queries read one snapshot, or a window written in between
+    // would be in one and not the other.
+    return sk === undefined ? { merged: (await db.query<MergedRow>(merge.text, merge.values)).rows, sketches: undefined } : await queryWithSketches(db, merge, sk);
+  };
+  let result: Awaited<ReturnType<typeof run>>;
+  try {
+    result = await run(false);
+  } catch (err) {
+    // 22003 numeric_value_out_of_range: a float8 sum overflowed on stored values.
+    if ((err as { code?: unknown }).code !== '22003') throw err;
+    result = await run(true);
+    for (const r of result.merged) for (const k of ['n', 's', 'm2'] as const) r[k] = Number(r[k]);
+  }
+  const { merged, sketches } = result;
   const rows = merged;
   if (rows.length > maxResults) {
     throw new ApiError(400, `the query gives more than ${maxResults} statistics: narrow it with q (timestamp, dimensions), a longer period or fewer groupby`);
