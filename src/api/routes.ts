@@ -7,7 +7,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, parseMetersQuery, parseStatisticsQuery } from './params.js';
-import { listMeters, queryStatistics, type Queryable, type QueryOptions } from './statistics.js';
+import { listMeters } from './meters.js';
+import type { Queryable, QueryOptions } from './sql.js';
+import { queryStatistics } from './statistics.js';
 import { requestToken, type Scope, type TokenTable } from './tokens.js';
 
 export interface StatisticsApiOptions extends QueryOptions {
