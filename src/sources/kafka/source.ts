@@ -12,12 +12,12 @@ import kafkajs, { type Admin, type Consumer, type EachBatchPayload, type Kafka }
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../../config/index.js';
 import { BatchBuilder } from '../../core/batch.js';
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { SourceBatch } from '../types.js';
-import type { PartitionPositions, Sink } from '../../sinks/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
-import { formatCommitMeta, parseCommitMeta, type CommitMeta } from '../../commit/meta.js';
+import { formatCommitMeta, parseCommitMeta } from '../../commit/meta.js';
+import type { CommitPoint, PositionStore, RestoredPoint } from '../../commit/types.js';
 import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE, registerCodecs } from '../../kafka/codecs.js';
 
 export interface KafkaSourceOptions {
@@ -36,7 +36,7 @@ export interface KafkaSourceOptions {
   /** MAX_MESSAGE_BYTES: longer values are copied into batches cut to this + 1 bytes. */
   readonly maxMessageBytes?: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
-  readonly positions?: Pick<Sink, 'readPositions'>;
+  readonly positions?: PositionStore;
 }
 
 interface TopicPartition {
@@ -274,9 +274,9 @@ export class KafkaSource {
   async #initPartitions(gen: number, tps: readonly TopicPartition[]): Promise<void> {
     const { kafka, logger, engine } = this.#o;
     const topics = [...new Set(tps.map((t) => t.topic))];
-    const committed = new Map<string, { offset: number; meta: CommitMeta | null }>();
+    const committed = new Map<string, { offset: number; meta: RestoredPoint | null }>();
     const ends = new Map<string, { low: number; high: number }>();
-    const stored = new Map<string, PartitionPositions>();
+    const stored = new Map<string, CommitPoint>();
     for (let attempt = 1; attempt <= 5 && topics.length > 0; attempt++) {
       try {
         const admin = this.#admin;
@@ -313,16 +313,16 @@ export class KafkaSource {
       const s = stored.get(key(tp));
       if (s !== undefined) {
         // The sink's position was written with its rows: it, not the group's commit, is the truth.
-        engine.openPartition(l.id, { watermarkMs: s.watermarkMs, replayBefore: s.appliedEnd });
+        engine.openPartition(l.id, { identity: tp, watermarkMs: s.watermarkMs, appliedEnd: s.appliedEnd });
         l.start = s.position;
         if (c === undefined || c.offset !== s.position) l.seekTo = s.position;
         logger.info({ partition: key(tp), offset: s.position, watermark: new Date(s.watermarkMs).toISOString() }, 'kafka: resuming from the position stored in the sink');
         continue;
       }
       const meta = c?.meta ?? null;
-      engine.openPartition(l.id, meta === null ? {} : { watermarkMs: meta.wm, replayBefore: meta.hi });
+      engine.openPartition(l.id, { identity: tp, ...meta });
       l.start = c !== undefined && c.offset >= 0 ? c.offset : e === undefined ? null : kafka.from === 'earliest' ? e.low : e.high;
-      if (meta !== null) logger.info({ partition: key(tp), offset: c?.offset, watermark: new Date(meta.wm).toISOString(), replayBefore: meta.hi }, 'kafka: resuming from commit');
+      if (meta !== null) logger.info({ partition: key(tp), offset: c?.offset, watermark: new Date(meta.watermarkMs).toISOString(), appliedEnd: meta.appliedEnd }, 'kafka: resuming from commit');
     }
   }
 
@@ -478,7 +478,7 @@ export class KafkaSource {
     return Promise.all(settled).then(() => {});
   }
 
-  /** Commits, per held partition, the engine's safe point with the emitted boundary as metadata. */
+  /** Commits, per held partition, the engine's commit point with the emitted boundary as metadata. */
   #commit(reason: 'interval' | 'rebalance' | 'shutdown'): Promise<void> {
     this.#commitChain = this.#commitChain.then(async () => {
       const consumer = this.#consumer;
