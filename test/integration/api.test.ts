@@ -7,11 +7,11 @@ import { Registry } from 'prom-client';
 import t, { type Test } from 'tap';
 import { ceilometerTime, createStatisticsApi, parseTokens, queryStatistics, type Statistics } from '../../src/api/index.js';
 import { Sketch } from '../../src/core/sketch.js';
-import { addSample, emptyMoments, stddev, type Moments } from '../../src/core/stats.js';
 import { ApiServer } from '../../src/http/api-server.js';
 import { HttpServer } from '../../src/http/server.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { Rng } from '../fixtures/gen.js';
+import { rowsOf } from '../fixtures/ceilometer/store.js';
 import { openSink, testSchema } from '../fixtures/pg.js';
 
 const W = 60_000; // stored window
@@ -70,42 +70,10 @@ function generate(): Sample[] {
 
 /** The rows the engine would store: one per (series, topic, partition, window), m2 stored as stddev^2*count by the sink. */
 function toRows(samples: readonly Sample[]): StatsRow[] {
-  const cells = new Map<string, { s: Sample; start: number; m: Moments; sk: Sketch }>();
-  for (const s of samples) {
-    const start = Math.floor(s.ts / W) * W;
-    const key = JSON.stringify([s.name, s.unit, s.dims, s.topic, s.partition, start]);
-    let c = cells.get(key);
-    if (c === undefined) {
-      c = { s, start, m: emptyMoments(), sk: new Sketch(ALPHA) };
-      cells.set(key, c);
-    }
-    addSample(c.m, s.value, s.ts);
-    c.sk.add(s.value);
-  }
-  return [...cells.values()].map(({ s, start, m, sk }) => {
-    const row: StatsRow = {
-      name: s.name,
-      unit: s.unit,
-      groupby: { ...s.dims },
-      count: m.count,
-      sum: m.sum,
-      min: m.min,
-      max: m.max,
-      avg: m.mean,
-      stddev: stddev(m),
-      duration_start: new Date(m.tsMin).toISOString(),
-      duration_end: new Date(m.tsMax).toISOString(),
-      duration: (m.tsMax - m.tsMin) / 1000,
-      period: W / 1000,
-      period_start: new Date(start).toISOString(),
-      period_end: new Date(start + W).toISOString(),
-      topic: s.topic,
-      partition: s.partition,
-    };
-    // disk.read.bytes is stored without sketches: percentile on it is a 400.
-    if (s.name !== 'disk.read.bytes') row.sketch = sk.toJSON();
-    return row;
-  });
+  const rows = rowsOf(samples, W, ALPHA);
+  // disk.read.bytes is stored without sketches: percentile on it is a 400.
+  for (const row of rows) if (row.name === 'disk.read.bytes') delete row.sketch;
+  return rows;
 }
 
 // ---- the reference: the documented rules applied to raw samples ----
