@@ -18,7 +18,7 @@ import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { KafkaSource } from './sources/kafka/source.js';
 import pg from 'pg';
-import { createStatisticsApi } from './api/index.js';
+import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -168,7 +168,7 @@ export class Pipeline {
     const api = config.api.enabled && config.sink.kind === 'postgres' ? config.api : null;
     const apiPool = api === null || config.sink.kind !== 'postgres'
       ? null
-      : new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 });
+      : new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
     apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
     const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.auth }) });
     const http = new HttpServer({

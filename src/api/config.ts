@@ -15,6 +15,12 @@ export const API_DEFAULTS = {
   port: 8777,
   auth: 'token',
   tokensFile: '',
+  /** PostgreSQL connections of the API's own pool, and so the queries that run at once. */
+  connections: 2,
+  /** Requests waiting for a connection beyond these get a 503 at once: the wait list is bounded. */
+  maxWaiting: 32,
+  /** A query running longer is cancelled by PostgreSQL (a 503 that says so). */
+  statementTimeoutMs: 30_000,
 } as const;
 
 export type ApiConfig =

@@ -6,6 +6,8 @@
 // Ceilometer's "error_message" {faultstring, faultcode, debuginfo}, so either kind of client reads them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { Gate } from '../async/index.js';
+import { API_DEFAULTS } from './config.js';
 import { ApiError, parseMetersQuery, parseStatisticsQuery } from './params.js';
 import { listMeters } from './meters.js';
 import type { Queryable, QueryOptions } from './sql.js';
@@ -17,6 +19,9 @@ export interface StatisticsApiOptions extends QueryOptions {
   logger: Logger;
   /** 'none' only when the operator said API_AUTH=none. */
   auth: TokenTable | 'none';
+  /** Queries at once (the pool's connections) and requests allowed to wait for one. */
+  concurrency?: number;
+  maxWaiting?: number;
 }
 
 export type Routes = (req: IncomingMessage, res: ServerResponse) => void;
@@ -43,6 +48,8 @@ function unavailable(err: unknown): boolean {
 
 export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
   const { pool, logger, auth } = opts;
+  const gate = new Gate(opts.concurrency ?? API_DEFAULTS.connections);
+  const maxWaiting = opts.maxWaiting ?? API_DEFAULTS.maxWaiting;
 
   function authenticate(req: IncomingMessage): Scope | null {
     if (auth === 'none') return ADMIN;
@@ -65,7 +72,11 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       sendError(res, 400, 'the request target is not a valid URL');
       return;
     }
-    handle(url, req, res, scope).catch((err: unknown) => {
+    if (!gate.free && gate.waiting >= maxWaiting) {
+      sendError(res, 503, `the statistics API is busy (${gate.held} queries running, ${gate.waiting} waiting): retry later`, { 'retry-after': '1' });
+      return;
+    }
+    gate.run(() => handle(url, req, res, scope)).catch((err: unknown) => {
       if (err instanceof ApiError) sendError(res, err.status, err.message);
       else if (unavailable(err)) {
         logger.warn({ err, path: url.pathname }, 'statistics api: the store is unavailable or the query timed out');

@@ -101,6 +101,32 @@ t.test('tokens and project scopes', async (t) => {
     }
   });
 
+  await t.test('a bounded wait list: queries beyond it get a 503 with Retry-After at once', async (t) => {
+    const busy = await startApi(t, pool, TOKENS, { concurrency: 1, maxWaiting: 0 });
+    // A real lock holds the first query in PostgreSQL while the second arrives.
+    const locker = await pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE streamstats_windows IN ACCESS EXCLUSIVE MODE');
+      const first = busy.get('/v2/meters/cpu/statistics', ADMIN);
+      for (let i = 0; i < 500; i++) {
+        const w = await locker.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%streamstats_statistics%'");
+        if (Number(w.rows[0]!.n) > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const second = await busy.get('/v2/meters/cpu/statistics', ADMIN);
+      t.equal(second.status, 503, 'no slot and no room to wait: 503');
+      t.equal(second.headers.get('retry-after'), '1');
+      t.match(second.body, { error: /^the statistics API is busy \(1 queries running, 0 waiting\): retry later$/ });
+      await locker.query('COMMIT');
+      t.equal((await first).status, 200, 'the held query answers once the lock is gone');
+    } finally {
+      await locker.query('ROLLBACK').catch(() => {});
+      locker.release();
+    }
+    t.equal((await busy.get('/v2/meters/cpu/statistics', ADMIN)).status, 200, 'and the slot is free again');
+  });
+
   await t.test('API_AUTH=none: no token needed, every project', async (t) => {
     const open = await startApi(t, pool, 'none');
     const res = await open.get('/v2/meters/cpu/statistics');

@@ -90,3 +90,18 @@ t.test('scopes, CRLF files, comments; tokens from X-Auth-Token or Authorization:
   t.equal(requestToken({ 'x-auth-token': 'x', authorization: 'Bearer y' }), 'x', 'X-Auth-Token first, as OpenStack clients send it');
   t.equal(requestToken({}), null);
 });
+
+t.test('the API listener: errors name API_PORT and API_HOST; close is idempotent', async (t) => {
+  const { ApiServer } = await import('../../src/http/api-server.js');
+  const routes = () => {};
+  const a = new ApiServer({ host: '127.0.0.1', port: 0, routes });
+  const port = await a.listen();
+  t.teardown(() => a.close());
+  const b = new ApiServer({ host: '127.0.0.1', port, routes });
+  await t.rejects(b.listen(), { code: 'STREAMSTATS_CONFIG', message: `API_PORT (${port}) is already in use on 127.0.0.1: stop the other process, or set another API_PORT (0 = any free port)` });
+  const c = new ApiServer({ host: '192.0.2.1', port: 0, routes });
+  await t.rejects(c.listen(), { message: /^API_HOST \(192\.0\.2\.1\) is not an address of this machine/ });
+  await Promise.all([a.close(), a.close()]);
+  await b.close();
+  t.pass('closing twice, or a listener that never listened, resolves');
+});
