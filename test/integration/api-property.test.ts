@@ -2,7 +2,10 @@
 // period, groupby, aggregate, limit, tokens, broken percent-encoding) against the real PostgreSQL,
 // whose stored rows hold hostile values (dimensions "1e999", "NaN", full-width digits, 255-character
 // values, SQL and JSON metacharacters; extreme partitions). Then the issue's cases, one by one.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
+import pg from 'pg';
 import t from 'tap';
 import type { Statistics } from '../../src/api/index.js';
 import { startApi, rowsOf, type RawSample } from '../fixtures/ceilometer/store.js';
@@ -146,6 +149,22 @@ t.test('no request gets a 5xx: a property over the query grammar, stored data wi
   t.ok((seen.get(400) ?? 0) > 20, 'many are refused with a 400');
   t.ok((seen.get(401) ?? 0) > 20, 'requests without a token: 401');
   t.notOk([...seen.keys()].some((s) => s >= 500), 'no 5xx');
+});
+
+t.test('a store that cannot be reached: 503 that says so, not a 500', async (t) => {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+  const down = new pg.Pool({ connectionString: `postgres://postgres@127.0.0.1:${port}/test`, max: 1 });
+  down.on('error', () => {});
+  t.teardown(() => down.end());
+  const api = await startApi(t, down, TOKENS);
+  for (const p of ['/v2/meters', '/v2/meters/cpu/statistics']) {
+    const res = await api.get(p, ADMIN);
+    t.equal(res.status, 503, `${p}: 503`);
+    t.match(res.body, { error: /^the statistics store is unavailable or the query took too long/ });
+  }
 });
 
 t.test('the issue\'s 500s are 400s or answers now', async (t) => {
