@@ -170,7 +170,7 @@ export class Pipeline {
       ? null
       : new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
     apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
-    const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.auth }) });
+    const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.tokens ?? 'none' }) });
     const http = new HttpServer({
       host: config.metricsHost,
       port: config.metricsPort,
@@ -195,8 +195,8 @@ export class Pipeline {
       this.#deps.onListening?.(port);
       if (apiServer !== null && api !== null) {
         const apiPort = await apiServer.listen();
-        if (api.auth === 'none') logger.warn({ port: apiPort, host: api.host }, 'statistics API on /v2 WITHOUT authentication (API_AUTH=none): anyone who reaches it reads every project');
-        else logger.info({ port: apiPort, host: api.host, tokens: api.auth.size }, 'statistics API on /v2 (X-Auth-Token)');
+        if (api.tokens === null) logger.warn({ port: apiPort, host: api.host }, 'statistics API on /v2 WITHOUT authentication (API_AUTH=none): anyone who reaches it reads every project');
+        else logger.info({ port: apiPort, host: api.host, tokens: api.tokens.size }, 'statistics API on /v2 (X-Auth-Token)');
         this.#deps.onApiListening?.(apiPort);
       } else if (!config.api.enabled && config.sink.kind === 'postgres') {
         logger.info(`statistics API off: ${config.api.reason}`);

@@ -25,20 +25,22 @@ export const API_DEFAULTS = {
 
 export type ApiConfig =
   | { readonly enabled: false; readonly reason: string }
-  | { readonly enabled: true; readonly host: string; readonly port: number; readonly auth: 'none' | TokenTable };
+  /** tokens: null only with API_AUTH=none. A TokenTable logs as {file, tokens: n}, never a token. */
+  | { readonly enabled: true; readonly host: string; readonly port: number; readonly tokens: TokenTable | null };
 
-export type ApiOption = 'API_HOST' | 'API_PORT' | 'API_TOKENS_FILE' | 'API_AUTH';
+export type ApiOption = 'API_HOST' | 'API_TOKENS_FILE' | 'API_AUTH';
 
 export interface ApiConfigContext {
-  /** The variable's value, or its default from the option table. */
+  /** The variable's value, or its default from the option table (whose types are checked already). */
   readonly get: (name: ApiOption) => string;
+  readonly port: number;
   readonly sinkKind: string;
   readonly metricsPort: number;
 }
 
 export function parseApiConfig(c: ApiConfigContext): ApiConfig {
+  // API_AUTH (token | none) and API_PORT (0..65535) have their types checked by the option table.
   const auth = c.get('API_AUTH');
-  if (auth !== 'token' && auth !== 'none') throw new ConfigError('API_AUTH', auth, 'token (X-Auth-Token checked against API_TOKENS_FILE) or none (no authentication) is allowed');
   const file = c.get('API_TOKENS_FILE');
   if (auth === 'none' && file !== '') throw new ConfigError('API_AUTH', auth, `API_TOKENS_FILE is set too (${file}): leave API_AUTH at token to use it, or unset API_TOKENS_FILE`);
   if (auth === 'token' && file === '') {
@@ -48,15 +50,13 @@ export function parseApiConfig(c: ApiConfigContext): ApiConfig {
   if (c.sinkKind !== 'postgres') {
     throw new ConfigError(asking, c.get(asking), `the statistics API reads the PostgreSQL store: it needs SINK=postgres://… (SINK is ${c.sinkKind})`);
   }
-  const portText = c.get('API_PORT');
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError('API_PORT', portText, 'a port from 0 to 65535 is allowed (0 = any free port, logged)');
-  if (port !== 0 && port === c.metricsPort) throw new ConfigError('API_PORT', portText, 'it is METRICS_PORT too: the API listens on a port of its own, separate from /metrics and the probes');
+  const port = c.port;
+  if (port !== 0 && port === c.metricsPort) throw new ConfigError('API_PORT', String(port), 'it is METRICS_PORT too: the API listens on a port of its own, separate from /metrics and the probes');
   // Like METRICS_HOST, any name: whether it is an address of this machine shows when it is bound.
   const host = c.get('API_HOST');
-  if (auth === 'none') return { enabled: true, host, port, auth: 'none' };
+  if (auth === 'none') return { enabled: true, host, port, tokens: null };
   try {
-    return { enabled: true, host, port, auth: loadTokens(file) };
+    return { enabled: true, host, port, tokens: loadTokens(file) };
   } catch (err) {
     if (err instanceof TokenFileError) throw new ConfigError('API_TOKENS_FILE', file, err.message);
     throw err;

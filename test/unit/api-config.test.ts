@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parseTokens, requestToken, TokenFileError } from '../../src/api/index.js';
 import { parseConfig, redactedConfig, type Env } from '../../src/config/index.js';
 import { ConfigError } from '../../src/errors.js';
+import { configSecrets } from '../../src/config/secrets.js';
 
 const CPUS = { usable: 4, host: 8, quota: 4, source: 'x' };
 const PG = 'postgres://u@127.0.0.1:5432/test';
@@ -18,7 +19,10 @@ t.test('the API is off unless asked for; on, it binds 127.0.0.1:8777', async (t)
   t.match(off, { reason: /API_TOKENS_FILE.*API_AUTH=none/ }, 'the reason says how to turn it on');
   t.equal(parseConfig({}, CPUS).api.enabled, false, 'off with the default stdout sink too');
   const open = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS).api;
-  t.same(open, { enabled: true, host: '127.0.0.1', port: 8777, auth: 'none' });
+  t.same(open, { enabled: true, host: '127.0.0.1', port: 8777, tokens: null });
+  const noAuth = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS);
+  t.same(configSecrets(noAuth), [], 'API_AUTH=none makes no word a secret for the log redaction');
+  t.match(redactedConfig(noAuth), { api: { tokens: null } });
   const moved = parseConfig({ SINK: PG, API_AUTH: 'none', API_HOST: '0.0.0.0', API_PORT: '0' }, CPUS).api;
   t.match(moved, { host: '0.0.0.0', port: 0 });
 });
@@ -29,12 +33,12 @@ t.test('API option errors name the option, the value and what is allowed', async
   const file = join(dir, 'tokens');
   writeFileSync(file, `${TOKEN} admin\n`);
   const cases: Array<[string, Env, string, string, RegExp]> = [
-    ['unknown API_AUTH', { SINK: PG, API_AUTH: 'basic' }, 'API_AUTH', 'basic', /token .* or none/],
+    ['unknown API_AUTH', { SINK: PG, API_AUTH: 'basic' }, 'API_AUTH', 'basic', /one of token, none is allowed/],
     ['none with a file', { SINK: PG, API_AUTH: 'none', API_TOKENS_FILE: file }, 'API_AUTH', 'none', /API_TOKENS_FILE is set too/],
     ['file without postgres', { API_TOKENS_FILE: file }, 'API_TOKENS_FILE', file, /needs SINK=postgres:\/\/… \(SINK is stdout\)/],
     ['none without postgres', { API_AUTH: 'none', SINK: 'file:/tmp/x' }, 'API_AUTH', 'none', /needs SINK=postgres/],
-    ['port out of range', { SINK: PG, API_AUTH: 'none', API_PORT: '70000' }, 'API_PORT', '70000', /from 0 to 65535/],
-    ['port not a number', { SINK: PG, API_AUTH: 'none', API_PORT: 'http' }, 'API_PORT', 'http', /from 0 to 65535/],
+    ['port out of range', { SINK: PG, API_AUTH: 'none', API_PORT: '70000' }, 'API_PORT', '70000', /an integer from 0 to 65535/],
+    ['port not a number', { SINK: PG, API_AUTH: 'none', API_PORT: 'http' }, 'API_PORT', 'http', /an integer from 0 to 65535/],
     ['port of /metrics', { SINK: PG, API_AUTH: 'none', API_PORT: '9464' }, 'API_PORT', '9464', /METRICS_PORT too: .* a port of its own/],
     ['missing file', { SINK: PG, API_TOKENS_FILE: join(dir, 'nope') }, 'API_TOKENS_FILE', join(dir, 'nope'), /nope: cannot be read \(ENOENT\)/],
   ];
@@ -50,7 +54,7 @@ t.test('API option errors name the option, the value and what is allowed', async
   t.match(ok.api, { enabled: true, port: 8777 });
   const logged = JSON.stringify(redactedConfig(ok));
   t.notOk(logged.includes(TOKEN), 'the logged config holds no token');
-  t.match(JSON.parse(logged).api, { auth: { file, tokens: 1 } }, 'only the file and how many tokens it holds');
+  t.match(JSON.parse(logged).api, { tokens: { file, tokens: 1 } }, 'only the file and how many tokens it holds');
 });
 
 t.test('token file: every error names the file and the line, never the token', async (t) => {
