@@ -137,11 +137,9 @@ function reference(samples: readonly Sample[], meter: string, rq: RefQuery): Ref
     const sum = values.reduce((a, b) => a + b, 0);
     const avg = sum / n;
     const ts = g.map((s) => s.ts);
-    const ws = g.map((s) => Math.floor(s.ts / W) * W);
     // Without period (Ceilometer): period 0, period_start/end = the first and last sample times.
     const ps = rq.period === undefined ? Math.min(...ts) : Math.floor(g[0]!.ts / (rq.period * 1000)) * rq.period * 1000;
     const pe = rq.period === undefined ? Math.max(...ts) : ps + rq.period * 1000;
-    void ws;
     out.push({
       avg,
       count: n,
