@@ -77,7 +77,12 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       return;
     }
     gate.run(() => handle(url, req, res, scope)).catch((err: unknown) => {
-      if (err instanceof ApiError) sendError(res, err.status, err.message);
+      // An answer already under way cannot become an error: cut it (a thrown writeHead here would be
+      // an unhandled rejection, and that ends the process).
+      if (res.headersSent) {
+        logger.error({ err, path: url.pathname }, 'statistics api: failed after the answer began');
+        res.destroy();
+      } else if (err instanceof ApiError) sendError(res, err.status, err.message);
       else if (unavailable(err)) {
         logger.warn({ err, path: url.pathname }, 'statistics api: the store is unavailable or the query timed out');
         sendError(res, 503, 'the statistics store is unavailable or the query took too long: retry later, or narrow the query');
