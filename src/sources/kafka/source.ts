@@ -126,8 +126,8 @@ export class KafkaSource {
     const commitTimer = setInterval(() => void this.#committer.commit('interval'), kafka.commitIntervalMs);
     const tickTimer = setInterval(() => void this.#tick(), Math.min(1000, kafka.idleFlushMs));
     const lagTimer = setInterval(() => {
-      const admin = this.#session?.admin;
-      if (admin != null) void this.#lag.poll(admin);
+      const admin = this.#session?.admin ?? null;
+      if (admin !== null) void this.#lag.poll(admin);
     }, kafka.lagIntervalMs);
     try {
       await this.#supervisor.run();
