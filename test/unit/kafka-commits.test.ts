@@ -50,7 +50,7 @@ t.test('commits exactly the engine\'s safe point of each held partition, with th
   await s.c.commit('interval');
   t.equal(s.sent.length, 1);
   t.same(s.sent[0]!.map((x) => [x.topic, x.partition, x.offset]), [['t', 0, '40'], ['u', 0, '7']], 'no point yet: partition t:1 is not committed');
-  t.same(parseCommitMeta(s.sent[0]![0]!.metadata), { v: 1, wm: 60_000, hi: 55 });
+  t.same(parseCommitMeta(s.sent[0]![0]!.metadata), { watermarkMs: 60_000, appliedEnd: 55 });
   t.equal(await s.metrics.commits.get().then((m) => m.values.find((v) => v.labels.result === 'ok')?.value), 1);
 });
 

@@ -4,8 +4,7 @@ import t from 'tap';
 import pino from 'pino';
 import { Signal } from '../../src/async/index.js';
 import { formatCommitMeta } from '../../src/commit/meta.js';
-import type { PartitionInit } from '../../src/commit/types.js';
-import type { PartitionPositions } from '../../src/sinks/types.js';
+import type { CommitPoint, PartitionInit } from '../../src/commit/types.js';
 import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
 import { planRestore, readRestoreState, restore, type RestoreState } from '../../src/sources/kafka/restore.js';
 
@@ -37,18 +36,18 @@ const state = (s: Partial<{ [K in keyof RestoreState]: RestoreState[K] }>): Rest
 t.test('a committed offset restores the emitted boundary and replay point; no commit starts at KAFKA_FROM', async (t) => {
   const s = await readRestoreState([{ topic: TOPIC, partition: 0 }, { topic: TOPIC, partition: 1 }], { admin: admin(), groupId: 'g', from: 'earliest', logger });
   const p0 = planRestore({ topic: TOPIC, partition: 0 }, s, 'earliest');
-  t.same(p0, { init: { watermarkMs: 60_000, replayBefore: 150 }, start: 120, hw: 500, seekTo: null, from: 'commit' });
-  t.same(planRestore({ topic: TOPIC, partition: 1 }, s, 'earliest'), { init: {}, start: 100, hw: 500, seekTo: null, from: 'nothing' });
+  t.same(p0, { init: { identity: { topic: TOPIC, partition: 0 }, watermarkMs: 60_000, appliedEnd: 150 }, start: 120, hw: 500, seekTo: null, from: 'commit' });
+  t.same(planRestore({ topic: TOPIC, partition: 1 }, s, 'earliest'), { init: { identity: { topic: TOPIC, partition: 1 } }, start: 100, hw: 500, seekTo: null, from: 'nothing' });
   t.equal(planRestore({ topic: TOPIC, partition: 1 }, s, 'latest').start, 500, 'latest: the high watermark');
   t.equal(planRestore({ topic: TOPIC, partition: 7 }, s, 'earliest').start, null, 'ends unknown: start unknown');
 });
 
 t.test('a sink\'s stored position wins over the group commit, and the first fetch seeks only when they differ', async (t) => {
-  const pos: PartitionPositions = { position: 130, watermarkMs: 70_000, appliedEnd: 140 };
+  const pos: CommitPoint = { position: 130, watermarkMs: 70_000, appliedEnd: 140 };
   const committed = new Map([['m:0', { offset: 120, meta: null }], ['m:1', { offset: 130, meta: null }]]);
   const stored = new Map([['m:0', pos], ['m:1', pos]]);
   const s = state({ committed, stored });
-  t.same(planRestore({ topic: TOPIC, partition: 0 }, s, 'earliest'), { init: { watermarkMs: 70_000, replayBefore: 140 }, start: 130, hw: null, seekTo: 130, from: 'sink' });
+  t.same(planRestore({ topic: TOPIC, partition: 0 }, s, 'earliest'), { init: { identity: { topic: TOPIC, partition: 0 }, watermarkMs: 70_000, appliedEnd: 140 }, start: 130, hw: null, seekTo: 130, from: 'sink' });
   t.equal(planRestore({ topic: TOPIC, partition: 1 }, s, 'earliest').seekTo, null, 'kafkajs starts there already');
   const read = await readRestoreState([{ topic: TOPIC, partition: 0 }], {
     admin: admin(), groupId: 'g', from: 'earliest', logger,
@@ -95,7 +94,7 @@ t.test('restore opens each still-held partition in the engine from its plan and 
     isCurrent,
     onPlan: (h, plan) => plans.push([h.id, plan.start]),
   });
-  t.same(opened, [[held[0].id, { watermarkMs: 1, replayBefore: 99 }]]);
+  t.same(opened, [[held[0].id, { identity: { topic: TOPIC, partition: 0 }, watermarkMs: 1, appliedEnd: 99 }]]);
   t.same(plans, [[held[0].id, 99]]);
   t.equal(held[0].seekTo, 99, 'the group committed 120, the sink stored 99: seek');
   t.equal(held[1].seekTo, null);

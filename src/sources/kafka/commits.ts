@@ -6,7 +6,7 @@
 import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { formatCommitMeta } from '../../commit/meta.js';
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { Held } from './assignment.js';
 

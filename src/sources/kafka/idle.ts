@@ -1,7 +1,7 @@
 // Idle flush: a partition that is caught up and has received nothing for `idleFlushMs` lets its
 // watermark follow the wall clock (the engine subtracts the allowed lateness), so its windows still
 // close and reach the sink when the producers have gone quiet.
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Held } from './assignment.js';
 
 export interface IdleFlushOptions {

@@ -5,7 +5,7 @@
 // growing with the clock: an outage must show as growing lag, not as a frozen 0 or a missing series.
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 

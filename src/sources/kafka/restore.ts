@@ -7,17 +7,17 @@
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import { retry, type Signal } from '../../async/index.js';
-import { parseCommitMeta, type CommitMeta } from '../../commit/meta.js';
+import { parseCommitMeta } from '../../commit/meta.js';
+import type { CommitPoint, PositionStore, RestoredPoint } from '../../commit/types.js';
 import type { PartitionInit } from '../../commit/types.js';
-import type { Engine } from '../../engine.js';
-import type { PartitionPositions, Sink } from '../../sinks/types.js';
+import type { Engine } from '../../engine/index.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 
 /** What was read for the partitions of one join, by tpKey. */
 export interface RestoreState {
-  readonly committed: ReadonlyMap<string, { readonly offset: number; readonly meta: CommitMeta | null }>;
+  readonly committed: ReadonlyMap<string, { readonly offset: number; readonly meta: RestoredPoint | null }>;
   readonly ends: ReadonlyMap<string, { readonly low: number; readonly high: number }>;
-  readonly stored: ReadonlyMap<string, PartitionPositions>;
+  readonly stored: ReadonlyMap<string, CommitPoint>;
 }
 
 export interface RestorePlan {
@@ -37,7 +37,7 @@ export interface RestoreOptions {
   readonly groupId: string;
   /** KAFKA_FROM: where a partition without a commit starts. */
   readonly from: 'earliest' | 'latest';
-  readonly positions?: Pick<Sink, 'readPositions'>;
+  readonly positions?: PositionStore;
   readonly logger: Logger;
   /** Raised when the session ends: retrying stops. */
   readonly signal?: Signal;
@@ -68,9 +68,9 @@ export async function readRestoreState(tps: readonly TopicPartition[], o: Restor
 }
 
 async function readOnce(admin: Pick<Admin, 'fetchOffsets' | 'fetchTopicOffsets'>, tps: readonly TopicPartition[], topics: readonly string[], o: RestoreOptions): Promise<RestoreState> {
-  const committed = new Map<string, { offset: number; meta: CommitMeta | null }>();
+  const committed = new Map<string, { offset: number; meta: RestoredPoint | null }>();
   const ends = new Map<string, { low: number; high: number }>();
-  const stored = new Map<string, PartitionPositions>();
+  const stored = new Map<string, CommitPoint>();
   for (const t of await admin.fetchOffsets({ groupId: o.groupId, topics: [...topics] })) {
     for (const p of t.partitions) committed.set(tpKey({ topic: t.topic, partition: p.partition }), { offset: Number(p.offset), meta: parseCommitMeta(p.metadata) });
   }
@@ -93,12 +93,12 @@ export function planRestore(tp: TopicPartition, s: RestoreState, from: 'earliest
   if (pos !== undefined) {
     // The sink's position was written with its rows: it, not the group's commit, is the truth.
     const seekTo = c === undefined || c.offset !== pos.position ? pos.position : null;
-    return { init: { watermarkMs: pos.watermarkMs, replayBefore: pos.appliedEnd }, start: pos.position, hw, seekTo, from: 'sink' };
+    return { init: { identity: tp, watermarkMs: pos.watermarkMs, appliedEnd: pos.appliedEnd }, start: pos.position, hw, seekTo, from: 'sink' };
   }
   const meta = c?.meta ?? null;
   // kafkajs reports "no commit" as offset -1.
   const start = c !== undefined && c.offset >= 0 ? c.offset : e === undefined ? null : from === 'earliest' ? e.low : e.high;
-  return { init: meta === null ? {} : { watermarkMs: meta.wm, replayBefore: meta.hi }, start, hw, seekTo: null, from: meta === null ? 'nothing' : 'commit' };
+  return { init: { identity: tp, ...meta }, start, hw, seekTo: null, from: meta === null ? 'nothing' : 'commit' };
 }
 
 /**
@@ -123,7 +123,7 @@ export async function restore(
     if (plan.from === 'sink') {
       o.logger.info({ partition: tpKey(h.tp), offset: plan.start, watermark: new Date(plan.init.watermarkMs!).toISOString() }, 'kafka: resuming from the position stored in the sink');
     } else if (plan.from === 'commit') {
-      o.logger.info({ partition: tpKey(h.tp), offset: plan.start, watermark: new Date(plan.init.watermarkMs!).toISOString(), replayBefore: plan.init.replayBefore }, 'kafka: resuming from commit');
+      o.logger.info({ partition: tpKey(h.tp), offset: plan.start, watermark: new Date(plan.init.watermarkMs!).toISOString(), appliedEnd: plan.init.appliedEnd }, 'kafka: resuming from commit');
     }
   }
 }

@@ -13,9 +13,9 @@ import kafkajs, { type EachBatchPayload, type Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { Signal } from '../../async/index.js';
 import type { KafkaConfig } from '../../config/index.js';
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import type { Sink } from '../../sinks/types.js';
+import type { PositionStore } from '../../commit/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
 import { registerCodecs } from '../../kafka/codecs.js';
 import { Assignment, byTopic, tpKey, type TopicPartition } from './assignment.js';
@@ -48,7 +48,7 @@ export interface KafkaSourceOptions {
   /** MAX_MESSAGE_BYTES: longer values are copied into batches cut to this + 1 bytes. */
   readonly maxMessageBytes?: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
-  readonly positions?: Pick<Sink, 'readPositions'>;
+  readonly positions?: PositionStore;
 }
 
 export class KafkaSource {
