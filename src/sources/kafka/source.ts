@@ -49,6 +49,12 @@ export interface KafkaSourceOptions {
   readonly maxMessageBytes?: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
   readonly positions?: PositionStore;
+  /**
+   * With `positions`: whether the points it stored are committed to the group too, trailing it, so
+   * lag tools see the group (default false). Only for a store that is not the group's offsets
+   * itself: the exactly-once Kafka sink writes them in its transactions, and a second writer races.
+   */
+  readonly commitStoredPositions?: boolean;
 }
 
 export class KafkaSource {
@@ -89,7 +95,7 @@ export class KafkaSource {
       logger,
       consumer: () => this.#session?.consumer ?? null,
       held: () => this.#held.values(),
-      enabled: opts.positions === undefined,
+      from: opts.positions === undefined ? 'engine' : opts.commitStoredPositions === true ? opts.positions : 'none',
     });
     this.#supervisor = new Supervisor({
       session: () => this.#runSession(),
