@@ -47,17 +47,7 @@ export class NdjsonWriter {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
     const out = this.#stream();
-    if (!out.write(chunk)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          out.off('drain', done);
-          out.off('error', done);
-          resolve();
-        };
-        out.on('drain', done);
-        out.on('error', done);
-      });
-    }
+    if (!out.write(chunk)) await drained(out);
     this.#throwIfFailed();
   }
 
@@ -74,17 +64,8 @@ export class NdjsonWriter {
         resolve();
       } else if (!this.#ownsStream) {
         // stdout/stderr stay open for the logger; wait until what we wrote is flushed.
-        if (!out.writableNeedDrain) {
-          resolve();
-          return;
-        }
-        const done = () => {
-          out.off('drain', done);
-          out.off('error', done);
-          resolve();
-        };
-        out.on('drain', done);
-        out.on('error', done);
+        if (!out.writableNeedDrain) resolve();
+        else void drained(out).then(resolve);
       } else {
         out.once('error', () => resolve());
         out.end(() => resolve());
@@ -92,4 +73,17 @@ export class NdjsonWriter {
     });
     return this.#closing;
   }
+}
+
+/** Resolves on the stream's next 'drain' or 'error' (the error itself is kept by #watch). */
+function drained(out: Writable): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('error', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('error', done);
+  });
 }
