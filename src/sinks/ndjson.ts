@@ -1,4 +1,6 @@
-// NDJSON writer over a Writable with backpressure: write() resolves once the stream can take more.
+// NDJSON writer over a Writable. A write resolves once its text has left the stream's buffer (handed
+// to the file or pipe), not merely queued: the engine moves a commit point after this resolves, so
+// rows still in our memory must never count as written. Waiting for it is also the backpressure.
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { StreamstatsError } from '../errors.js';
@@ -47,7 +49,12 @@ export class NdjsonWriter {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
     const out = this.#stream();
-    if (!out.write(chunk)) await drained(out);
+    await new Promise<void>((resolve) => {
+      out.write(chunk, (err) => {
+        if (err !== null && err !== undefined) this.#error ??= err;
+        resolve();
+      });
+    });
     this.#throwIfFailed();
   }
 
