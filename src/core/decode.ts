@@ -212,11 +212,11 @@ export class Decoder {
    * seen from this decoder travel. A batch that throws starts a new dictionary, so the two sides never
    * get out of step over ids handed out in a batch whose result was never sent.
    */
-  decodeBatchCompact(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
+  decodeBatchCompact(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
     this.#beginBatch();
     let decoded: { result: DecodeResult; leaves: SeriesLeaf[] };
     try {
-      decoded = this.#decode(buffer, offsets, nowMs);
+      decoded = this.#decode(Buffer.from(buffer), offsets, nowMs);
     } catch (err) {
       this.#restart();
       throw err;
@@ -232,14 +232,18 @@ export class Decoder {
   }
 
   /** Decode and pre-aggregate a packed batch. */
-  decodeBatch(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
-    this.#beginBatch();
-    return this.#decode(buffer, offsets, nowMs).result;
+  decodeBatch(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+    return this.decodeBytes(Buffer.from(buffer), offsets, nowMs);
   }
 
-  #decode(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): { result: DecodeResult; leaves: SeriesLeaf[] } {
+  /** decodeBatch of bytes already in a Buffer (in-thread: the batch's own, read in place). */
+  decodeBytes(buf: Buffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+    this.#beginBatch();
+    return this.#decode(buf, offsets, nowMs).result;
+  }
+
+  #decode(buf: Buffer, offsets: Uint32Array, nowMs: number): { result: DecodeResult; leaves: SeriesLeaf[] } {
     const t0 = performance.now();
-    const buf = Buffer.from(buffer);
     const windowMs = this.#settings.windowMs;
     const stamp = ++this.#batchNo;
     const leaves: SeriesLeaf[] = [];
