@@ -3,12 +3,12 @@
 // cost of decoding after JSON.parse. Here a record's dimension names in the order found lead, through
 // a trie, to a cached "shape" (the sorted, de-duplicated order of those names: JSON.parse internalises
 // names, so these lookups compare pointers); its name, unit and values in that order are hashed from
-// samples of their characters and compared in place against the candidates' keys, without allocating.
+// samples of their characters and compared with the candidates' own strings, without allocating.
 // A per-character Map walk over the values costs as much as the joined key (every fresh string must be
 // hashed whole); the sampled hash reads about a third of the characters. The key string is built once,
 // when a series is first seen.
 import type { SampleRecord } from './record.js';
-import { identityOverLimit, parseSeriesKey, seriesKey } from './series.js';
+import { identityOverLimit, seriesKey } from './series.js';
 
 /** One series as a decoder knows it; the per-batch fields let the aggregation loop skip a Map. */
 export interface SeriesLeaf {
@@ -17,6 +17,8 @@ export interface SeriesLeaf {
   readonly key: string;
   /** identityJsonBytes(key) when over the limit (the record is rejected as too_long), else -1. */
   readonly overLimitBytes: number;
+  /** What identifies it within its table: name, unit, then the group-by or sorted dimension values. */
+  readonly parts: ReadonlyArray<string | null>;
   /** Batch number in which local/lastWindow/lastCell were last set. */
   stamp: number;
   local: number;
@@ -118,12 +120,12 @@ export class SeriesInterner {
     const b = table.buckets.get(h);
     if (b !== undefined) {
       if (!Array.isArray(b)) {
-        if (matches(b.key, rec.name, rec.unit, vals, nv)) return b;
+        if (matches(b.parts, rec.name, rec.unit, vals, nv)) return b;
       } else {
-        for (let i = 0; i < b.length; i++) if (matches(b[i]!.key, rec.name, rec.unit, vals, nv)) return b[i]!;
+        for (let i = 0; i < b.length; i++) if (matches(b[i]!.parts, rec.name, rec.unit, vals, nv)) return b[i]!;
       }
     }
-    const leaf = this.#newLeaf(rec);
+    const leaf = this.#newLeaf(rec, vals, nv);
     if (insert(table.buckets, h, leaf) > MAX_CHAIN && !table.full) rehashFull(table);
     return leaf;
   }
@@ -157,13 +159,14 @@ export class SeriesInterner {
     return s;
   }
 
-  #newLeaf(rec: SampleRecord): SeriesLeaf {
+  #newLeaf(rec: SampleRecord, vals: ReadonlyArray<string | null>, nv: number): SeriesLeaf {
     const key = seriesKey(rec.name, rec.unit, rec.dims, this.#groupBy);
     const over = identityOverLimit(key, this.#maxKeyBytes);
     const id = over === -1 ? this.#keys.length : -1;
     if (id !== -1) this.#keys.push(key);
     this.#size++;
-    return { id, key, overLimitBytes: over, stamp: -1, local: -1, lastWindow: NaN, lastCell: -1 };
+    const parts = [rec.name, rec.unit, ...vals.slice(0, nv)];
+    return { id, key, overLimitBytes: over, parts, stamp: -1, local: -1, lastWindow: NaN, lastCell: -1 };
   }
 }
 
@@ -190,9 +193,8 @@ function rehashFull(table: SeriesTable): void {
   }
   table.buckets.clear();
   for (const leaf of leaves) {
-    const id = parseSeriesKey(leaf.key);
-    const vals = id.groupby.map((g) => g[1]);
-    insert(table.buckets, hashOf(id.name, id.unit, vals, vals.length, true), leaf);
+    const p = leaf.parts;
+    insert(table.buckets, hashOf(p[0]!, p[1] ?? null, p.slice(2), p.length - 2, true), leaf);
   }
 }
 
@@ -225,31 +227,14 @@ function hashOf(name: string, unit: string | null, vals: ReadonlyArray<string | 
   return h;
 }
 
-/** Whether key (seriesKey's encoding) is name, unit and, after each dimension name, the value vals[i]. */
-function matches(key: string, name: string, unit: string | null, vals: ReadonlyArray<string | null>, nv: number): boolean {
-  let p = matchPart(key, 0, name);
-  if (p !== -1) p = matchPart(key, p, unit);
-  for (let i = 0; i < nv && p !== -1; i++) {
-    p = matchPart(key, p, undefined);
-    if (p !== -1) p = matchPart(key, p, vals[i]!);
-  }
-  return p === key.length;
-}
-
-/** The position after the part at p when it spells v (undefined: any part), else -1. */
-function matchPart(key: string, p: number, v: string | null | undefined): number {
-  let c = key.charCodeAt(p);
-  if (c === 0x2d) return v === null || v === undefined ? p + 1 : -1;
-  if (v === null) return -1;
-  let len = 0;
-  while (c !== 0x3a) {
-    if (!(c >= 0x30 && c <= 0x39)) return -1;
-    len = len * 10 + c - 0x30;
-    c = key.charCodeAt(++p);
-  }
-  p++;
-  if (v === undefined) return p + len;
-  return len === v.length && key.startsWith(v, p) ? p + len : -1;
+/**
+ * Whether the leaf's parts are name, unit and vals. Most dimension values are short, and JSON.parse
+ * internalises short strings, so most of these comparisons are of one pointer.
+ */
+function matches(parts: ReadonlyArray<string | null>, name: string, unit: string | null, vals: ReadonlyArray<string | null>, nv: number): boolean {
+  if (parts[0] !== name || parts[1] !== unit) return false;
+  for (let i = 0; i < nv; i++) if (parts[i + 2] !== vals[i]) return false;
+  return true;
 }
 
 /** Indices of dims sorted by name (stable), keeping the first of a repeated name, as seriesKey does. */
