@@ -72,9 +72,17 @@ export class BatchBuilder {
 
   /** Appends bytes to the current message. */
   append(bytes: Uint8Array, start = 0, end = bytes.length): void {
-    this.#reserve(end - start);
-    this.#buf.set(end - start === bytes.length ? bytes : bytes.subarray(start, end), this.#len);
-    this.#len += end - start;
+    const n = end - start;
+    this.#reserve(n);
+    const buf = this.#buf;
+    if (n <= 16) {
+      // A call into set() costs more than a few stores (and more again on shared memory).
+      let j = this.#len;
+      for (let i = start; i < end; i++) buf[j++] = bytes[i]!;
+    } else {
+      buf.set(n === bytes.length ? bytes : bytes.subarray(start, end), this.#len);
+    }
+    this.#len += n;
   }
 
   appendString(s: string): void {
@@ -90,17 +98,21 @@ export class BatchBuilder {
       return;
     }
     this.#reserve(16);
-    const buf = this.#buf;
-    let end = this.#len;
-    if (n < 10) {
-      buf[end++] = 0x30 + n;
-    } else {
-      let digits = 0;
-      for (let x = n; x >= 1; x = Math.floor(x / 10)) digits++;
-      end += digits;
-      for (let i = end - 1, x = n; i >= this.#len; i--, x = Math.floor(x / 10)) buf[i] = 0x30 + (x % 10);
+    if (n <= 0x7fffffff) {
+      this.#len = writeSmall(this.#buf, this.#len, n);
+      return;
     }
-    this.#len = end;
+    // Millisecond timestamps: two halves in 31-bit integer arithmetic rather than float division per digit.
+    const hi = Math.floor(n / 1e8);
+    this.#len = writeSmall(this.#buf, this.#len, hi);
+    let lo = n - hi * 1e8;
+    const buf = this.#buf;
+    for (let i = this.#len + 7; i >= this.#len; i--) {
+      const q = (lo / 10) | 0;
+      buf[i] = 0x30 + lo - q * 10;
+      lo = q;
+    }
+    this.#len += 8;
   }
 
   /** Ends the current message. */
@@ -127,6 +139,18 @@ export class BatchBuilder {
     this.#buf.copy(grown, 0, 0, this.#len);
     this.#buf = grown;
   }
+}
+
+/** Writes n (0 <= n < 2^31) in decimal at pos; returns the position after it. */
+function writeSmall(buf: Buffer, pos: number, n: number): number {
+  let digits = 1;
+  for (let x = n; x >= 10; x = (x / 10) | 0) digits++;
+  for (let i = pos + digits - 1; i >= pos; i--) {
+    const q = (n / 10) | 0;
+    buf[i] = 0x30 + n - q * 10;
+    n = q;
+  }
+  return pos + digits;
 }
 
 function sharedBuffer(bytes: number): Buffer {

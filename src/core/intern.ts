@@ -28,6 +28,8 @@ export interface SeriesLeaf {
 
 class ShapeNode {
   readonly next = new Map<string, ShapeNode>();
+  /** The dimension names that lead here, in the order found. */
+  names: string[] = [];
   /** Indices into the record's dims, sorted by name, first of each repeated name only. */
   order: Int32Array | null = null;
   /**
@@ -60,6 +62,8 @@ export class SeriesInterner {
   #keys: string[] = [];
   /** The current record's identifying values (group-by or sorted dimension values), reused. */
   readonly #vals: Array<string | null> = [];
+  /** The last record's shape: records of one source mostly share one, checked by pointer compares. */
+  #lastShape: ShapeNode | null = null;
 
   constructor(groupBy: readonly string[] | null, maxKeyBytes: number) {
     this.#groupBy = groupBy;
@@ -85,6 +89,7 @@ export class SeriesInterner {
     this.#shapes = new ShapeNode();
     this.#canonical = new ShapeNode();
     this.#grouped = new SeriesTable();
+    this.#lastShape = null;
     this.#size = 0;
     this.#keys = [];
   }
@@ -131,6 +136,8 @@ export class SeriesInterner {
   }
 
   #shape(dims: ReadonlyArray<readonly [string, string]>): ShapeNode {
+    const last = this.#lastShape;
+    if (last !== null && sameNames(last.names, dims)) return last;
     let s = this.#shapes;
     for (let i = 0; i < dims.length; i++) {
       const k = dims[i]![0];
@@ -155,7 +162,9 @@ export class SeriesInterner {
       }
       c.table ??= new SeriesTable();
       s.table = c.table;
+      s.names = dims.map((d) => d[0]);
     }
+    this.#lastShape = s;
     return s;
   }
 
@@ -168,6 +177,12 @@ export class SeriesInterner {
     const parts = [rec.name, rec.unit, ...vals.slice(0, nv)];
     return { id, key, overLimitBytes: over, parts, stamp: -1, local: -1, lastWindow: NaN, lastCell: -1 };
   }
+}
+
+function sameNames(names: readonly string[], dims: ReadonlyArray<readonly [string, string]>): boolean {
+  if (names.length !== dims.length) return false;
+  for (let i = 0; i < names.length; i++) if (names[i] !== dims[i]![0]) return false;
+  return true;
 }
 
 function insert(buckets: Map<number, SeriesLeaf | SeriesLeaf[]>, h: number, leaf: SeriesLeaf): number {
@@ -198,25 +213,27 @@ function rehashFull(table: SeriesTable): void {
   }
 }
 
+const SAMPLES = 8;
+
 function mix(h: number, x: number): number {
   return Math.imul(h ^ x, 0x01000193);
 }
 
 /**
- * FNV-style hash of the series' strings. Long strings are sampled (16 characters spread over them
- * and the length) rather than read whole: every candidate is compared in full anyway (matches), and a
+ * FNV-style hash of the series' strings. Long strings are sampled (SAMPLES characters spread over
+ * them, and the length) rather than read whole: every candidate is compared in full anyway (matches), and a
  * table whose samples collide too often hashes every character from then on.
  */
 function hashText(h: number, v: string | null, full: boolean): number {
   if (v === null) return mix(h, 0x2d2d2d2d);
   const n = v.length;
   h = mix(h, n + 1);
-  if (full || n <= 16) {
+  if (full || n <= SAMPLES) {
     for (let i = 0; i < n; i++) h = mix(h, v.charCodeAt(i));
     return h;
   }
-  const step = n / 16;
-  for (let i = 0; i < 15; i++) h = mix(h, v.charCodeAt((i * step) | 0));
+  const step = n / SAMPLES;
+  for (let i = 0; i < SAMPLES - 1; i++) h = mix(h, v.charCodeAt((i * step) | 0));
   return mix(h, v.charCodeAt(n - 1));
 }
 
