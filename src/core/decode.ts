@@ -37,6 +37,12 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
  */
 export const MAX_ELEMENT_DEAD_LETTERS = 100;
 
+/**
+ * Estimated bytes of interned series a decoder keeps before it starts a new dictionary: about 200,000
+ * seed-000 Monasca series (twice the default MAX_SERIES), a quarter of the default WORKER_MAX_MEMORY_MB.
+ */
+export const DECODER_DICTIONARY_BYTES = 128 * 1024 * 1024;
+
 type OnRecord = (rec: SampleRecord, msg: number, elem: number, raw: unknown, leaf: SeriesLeaf) => void;
 
 export class Decoder {
@@ -51,11 +57,13 @@ export class Decoder {
   readonly #interner: SeriesInterner;
   #batchNo = 0;
   readonly #maxKnown: number;
+  readonly #maxKnownBytes: number;
   readonly #maxSeriesKeyBytes: number;
 
-  constructor(settings: DecoderSettings, opts: { maxDictionary?: number } = {}) {
+  constructor(settings: DecoderSettings, opts: { maxDictionary?: number; maxDictionaryBytes?: number } = {}) {
     validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
+    this.#maxKnownBytes = opts.maxDictionaryBytes ?? DECODER_DICTIONARY_BYTES;
     this.#settings = settings;
     this.#maxSeriesKeyBytes = settings.maxSeriesKeyBytes ?? DECODER_DEFAULTS.maxSeriesKeyBytes;
     this.#interner = new SeriesInterner(settings.groupBy, this.#maxSeriesKeyBytes);
@@ -108,7 +116,7 @@ export class Decoder {
 
   /** Keeps the interner bounded: a full one starts over, with a new dictionary for the main thread. */
   #beginBatch(): void {
-    if (this.#interner.size >= this.#maxKnown) this.#restart();
+    if (this.#interner.size >= this.#maxKnown || this.#interner.bytes >= this.#maxKnownBytes) this.#restart();
   }
 
   #restart(): void {

@@ -58,6 +58,8 @@ export class SeriesInterner {
   /** With GROUP_BY the dimension names are fixed: one table. */
   #grouped = new SeriesTable();
   #size = 0;
+  /** Estimated heap bytes held (keys, parts, leaves, table entries): what bounds the interner. */
+  #bytes = 0;
   /** Key of every id handed out, in id order. */
   #keys: string[] = [];
   /** The current record's identifying values (group-by or sorted dimension values), reused. */
@@ -73,6 +75,14 @@ export class SeriesInterner {
   /** Series (and over-limit keys) known. */
   get size(): number {
     return this.#size;
+  }
+
+  /**
+   * Estimated heap bytes of what is interned. In a worker the dictionary is worker state: bounded by
+   * bytes as well as by count, a decoder of long keys starts over long before WORKER_MAX_MEMORY_MB.
+   */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Ids handed out so far: the dictionary holds ids 0 .. nextId - 1. */
@@ -91,6 +101,7 @@ export class SeriesInterner {
     this.#grouped = new SeriesTable();
     this.#lastShape = null;
     this.#size = 0;
+    this.#bytes = 0;
     this.#keys = [];
   }
 
@@ -174,6 +185,9 @@ export class SeriesInterner {
     const id = over === -1 ? this.#keys.length : -1;
     if (id !== -1) this.#keys.push(key);
     this.#size++;
+    // The key (one byte a character when Latin-1), about as much again in the parts' own strings, and
+    // the leaf, its parts array and its table entry.
+    this.#bytes += 2 * key.length + 200 + 8 * nv;
     const parts = [rec.name, rec.unit, ...vals.slice(0, nv)];
     return { id, key, overLimitBytes: over, parts, stamp: -1, local: -1, lastWindow: NaN, lastCell: -1 };
   }
