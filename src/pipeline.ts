@@ -5,8 +5,9 @@ import { Registry } from 'prom-client';
 import type { Config } from './config/index.js';
 import { Decoder } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
-import { Engine, type EngineTotals } from './engine.js';
+import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
+import { ApiServer } from './http/api-server.js';
 import { createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
 import { createDeadLetter } from './sinks/dead-letter.js';
@@ -17,7 +18,7 @@ import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { KafkaSource } from './sources/kafka/source.js';
 import pg from 'pg';
-import { createStatisticsApi } from './api/index.js';
+import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -65,6 +66,8 @@ export interface PipelineDeps {
   /** Worker entry override (tests use misbehaving fixtures). */
   readonly workerFile?: string;
   readonly onListening?: (port: number) => void;
+  /** The statistics API's port once it listens (API_PORT=0 picks one). */
+  readonly onApiListening?: (port: number) => void;
   /** Called once when the engine cannot go on; the CLI bounds the shutdown that follows. */
   readonly onFatal?: (err: Error) => void;
 }
@@ -107,17 +110,16 @@ export class Pipeline {
       settings,
       workerMaxMemoryMb: config.workerMaxMemoryMb,
       taskTimeoutMs: config.taskTimeoutSeconds * 1000,
-      onPoolError: (err) => logger.error({ err: err.message }, 'decode pool error outside a task (a worker failed to start?)'),
+      onPoolError: (err) => logger.error({ err }, 'decode pool error outside a task (a worker failed to start?)'),
       ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       onFailure: (err, willRetry) => {
         metrics.workerFailures.inc({ retried: String(willRetry) });
-        logger.warn({ err: err.message, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
+        logger.warn({ err, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
       },
     });
     metrics.poolThreads.set(config.workerThreads);
     const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId, kafka: config.kafka });
     const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka });
-    let kafka: KafkaSource | null = null;
     const engine: Engine = new Engine({
       pool,
       sink,
@@ -133,7 +135,6 @@ export class Pipeline {
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,
       autoOpenPartitions: config.source.kind !== 'kafka',
-      rowIdentity: (p) => kafka?.identity(p),
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
       // protocol makes the restart safe). Never a stall behind a 200.
@@ -146,7 +147,7 @@ export class Pipeline {
     });
     let source: PullSource | KafkaSource;
     if (config.source.kind === 'kafka') {
-      kafka = new KafkaSource({
+      source = new KafkaSource({
         kafka: config.kafka,
         engine,
         metrics,
@@ -155,9 +156,8 @@ export class Pipeline {
         batchMaxBytes: config.batchMaxBytes,
         intakeMaxBytes: config.kafka.intakeMaxBytes,
         maxMessageBytes: config.maxMessageBytes,
-        ...(sink.ownsPositions === true ? { positions: sink } : {}),
+        ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
-      source = kafka;
     } else {
       source = createPullSource(config);
     }
@@ -165,12 +165,13 @@ export class Pipeline {
     if (this.#stopped) source.stop();
     // The statistics API reads the PostgreSQL store through its own small pool: a slow query (percentiles
     // over months) must not hold the connections the sink needs for writes and position commits.
-    const apiPool = config.sink.kind === 'postgres'
-      ? new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 })
-      : null;
-    apiPool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: statistics API idle client error'));
+    const api = config.api.enabled && config.sink.kind === 'postgres' ? config.api : null;
+    const apiPool = api === null || config.sink.kind !== 'postgres'
+      ? null
+      : new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
+    apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
+    const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.tokens ?? 'none' }) });
     const http = new HttpServer({
-      ...(apiPool === null ? {} : { routes: createStatisticsApi({ pool: apiPool, logger }) }),
       host: config.metricsHost,
       port: config.metricsPort,
       registry,
@@ -192,6 +193,14 @@ export class Pipeline {
       const port = await http.listen();
       logger.info({ port, host: config.metricsHost }, 'metrics on /metrics, health on /healthz and /readyz');
       this.#deps.onListening?.(port);
+      if (apiServer !== null && api !== null) {
+        const apiPort = await apiServer.listen();
+        if (api.tokens === null) logger.warn({ port: apiPort, host: api.host }, 'statistics API on /v2 WITHOUT authentication (API_AUTH=none): anyone who reaches it reads every project');
+        else logger.info({ port: apiPort, host: api.host, tokens: api.tokens.size }, 'statistics API on /v2 (X-Auth-Token)');
+        this.#deps.onApiListening?.(apiPort);
+      } else if (!config.api.enabled && config.sink.kind === 'postgres') {
+        logger.info(`statistics API off: ${config.api.reason}`);
+      }
       this.#ready = true;
       if (source instanceof KafkaSource) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
@@ -214,6 +223,7 @@ export class Pipeline {
       await engine.drain().catch(() => {});
       await Promise.allSettled([sink.close(), deadLetter.close()]);
       await pool.close(config.shutdownTimeoutSeconds * 1000);
+      await apiServer?.close();
       await http.close();
       await apiPool?.end().catch(() => {});
     }
