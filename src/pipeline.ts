@@ -157,6 +157,10 @@ export class Pipeline {
         intakeMaxBytes: config.kafka.intakeMaxBytes,
         maxMessageBytes: config.maxMessageBytes,
         ...(sink.positions === undefined ? {} : { positions: sink.positions }),
+        // PostgreSQL keeps the points in its own table: commit them to the group too (trailing the
+        // sink) so lag tools see the group's progress. The exactly-once Kafka sink's store IS the
+        // group's offsets (written in its transactions): a second writer would race it.
+        ...(config.sink.kind === 'postgres' ? { commitStoredPositions: true } : {}),
       });
     } else {
       source = createPullSource(config);
