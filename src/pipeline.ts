@@ -119,7 +119,7 @@ export class Pipeline {
     });
     metrics.poolThreads.set(config.workerThreads);
     const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId, kafka: config.kafka });
-    const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka });
+    const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
     const engine: Engine = new Engine({
       pool,
       sink,

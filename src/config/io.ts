@@ -10,7 +10,7 @@ export type SinkSpec =
   | { kind: 'file'; path: string }
   | { kind: 'postgres'; url: string }
   | { kind: 'kafka'; topic: string; exactlyOnce: boolean; compression: OutputCompression };
-export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' } | { kind: 'kafka'; topic: string; compression: OutputCompression };
+export type DeadLetterSpec = { kind: 'file'; path: string; maxBytes: number; files: number } | { kind: 'stderr' } | { kind: 'kafka'; topic: string; compression: OutputCompression };
 
 /** OUTPUT_COMPRESSION, if this runtime can produce it (zstd needs a recent Node). */
 function outputCompression(r: Reader): OutputCompression {
@@ -63,7 +63,7 @@ export function parseDeadLetter(r: Reader): DeadLetterSpec {
   const s = r.raw('DEAD_LETTER');
   const path = filePath(s);
   if (s === 'stderr') return { kind: 'stderr' };
-  if (path !== null) return { kind: 'file', path };
+  if (path !== null) return { kind: 'file', path, maxBytes: r.get('DEAD_LETTER_MAX_BYTES'), files: r.get('DEAD_LETTER_FILES') };
   if (s === 'kafka') {
     return { kind: 'kafka', topic: outputTopic(r, 'DLQ_TOPIC', 'DEAD_LETTER'), compression: outputCompression(r) };
   }

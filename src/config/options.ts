@@ -54,6 +54,8 @@ export const OPTIONS = [
   { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', ...oneOf(KAFKA_COMPRESSIONS), help: 'SINK=kafka and DEAD_LETTER=kafka: compression of what is produced (zstd needs Node >= 22.15)' },
   { env: 'EXACTLY_ONCE', default: 'false', group: 'io', ...bool, help: 'SINK=kafka: true = rows and consumed offsets commit in one Kafka transaction (read with read_committed)' },
   { env: 'DEAD_LETTER', default: 'file:streamstats-dead-letter.ndjson', group: 'io', help: 'file:PATH | stderr | kafka (to DLQ_TOPIC): where rejected records go, with their reason' },
+  { env: 'DEAD_LETTER_MAX_BYTES', default: String(100 * MIB), group: 'io', ...int(1024, 1024 * 1024 * MIB), help: 'DEAD_LETTER=file:PATH: a file this big is renamed PATH.1 (PATH.1 to PATH.2, ...) and a new PATH begun; a single larger dead letter gets a file of its own' },
+  { env: 'DEAD_LETTER_FILES', default: '5', group: 'io', ...int(1, 1000), help: 'DEAD_LETTER=file:PATH: files kept, PATH included; the oldest beyond is deleted (streamstats_dead_letter_deleted_bytes_total), so at most DEAD_LETTER_MAX_BYTES x this is on disk' },
   { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
   { env: 'FORMAT', default: 'monasca', group: 'format', ...oneOf(['monasca', 'ceilometer', 'json']), help: 'the records\' JSON layout' },
   { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },

@@ -121,6 +121,16 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       registers,
     }),
     sinkWritesInFlight: new Gauge({ name: `${PREFIX}sink_writes_in_flight`, help: 'Emissions handed to the sink and not yet acknowledged', registers }),
+    deadLetterRotations: new Counter({
+      name: `${PREFIX}dead_letter_rotations_total`,
+      help: 'Times the dead-letter file reached DEAD_LETTER_MAX_BYTES and was renamed PATH.1',
+      registers,
+    }),
+    deadLetterDeletedBytes: new Counter({
+      name: `${PREFIX}dead_letter_deleted_bytes_total`,
+      help: 'Bytes of dead letters deleted with the oldest rotated file (beyond DEAD_LETTER_FILES)',
+      registers,
+    }),
     buildInfo: new Gauge({
       name: `${PREFIX}build_info`,
       help: 'Always 1; the labels say which streamstats version runs on which Node',

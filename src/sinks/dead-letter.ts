@@ -3,17 +3,31 @@
 import type { Logger } from 'pino';
 import type { DeadLetterSpec, KafkaConfig } from '../config/index.js';
 import { KafkaDeadLetter } from './dead-letter-kafka.js';
+import type { Metrics } from '../metrics/index.js';
 import { NdjsonWriter } from './ndjson.js';
+import { RotatingNdjsonFile } from './rotating-file.js';
 import type { DeadLetter } from './types.js';
 
 export type { DeadLetter, DeadLetterEntry } from './types.js';
 
-export function createDeadLetter(spec: DeadLetterSpec, deps: { logger: Logger; kafka: KafkaConfig }): DeadLetter {
+export function createDeadLetter(spec: DeadLetterSpec, deps: { logger: Logger; kafka: KafkaConfig; metrics: Pick<Metrics, 'deadLetterRotations' | 'deadLetterDeletedBytes'> }): DeadLetter {
   if (spec.kind === 'kafka') return new KafkaDeadLetter({ kafka: deps.kafka, topic: spec.topic, compression: spec.compression, logger: deps.logger });
-  const w = spec.kind === 'stderr' ? new NdjsonWriter(process.stderr, false, 'stderr') : NdjsonWriter.toFile(spec.path);
+  const w = spec.kind === 'stderr' ? new NdjsonWriter(process.stderr, false, 'stderr') : rotatingFile(spec, deps);
   return {
     describe: w.describe,
     write: (entries) => w.writeLines(entries),
     close: () => w.close(),
   };
+}
+
+function rotatingFile(spec: Extract<DeadLetterSpec, { kind: 'file' }>, deps: Parameters<typeof createDeadLetter>[1]): RotatingNdjsonFile {
+  const { logger, metrics } = deps;
+  return new RotatingNdjsonFile(spec.path, spec, {
+    rotated: () => metrics.deadLetterRotations.inc(),
+    deleted: (bytes) => {
+      metrics.deadLetterDeletedBytes.inc(bytes);
+      // Once per full file at most: not a flood, and an operator must know dead letters were let go.
+      logger.warn({ path: `${spec.path}.${spec.files - 1}`, bytes, maxBytes: spec.maxBytes, files: spec.files }, 'dead-letter files full: the oldest was deleted (raise DEAD_LETTER_FILES or DEAD_LETTER_MAX_BYTES, or use DEAD_LETTER=kafka)');
+    },
+  });
 }

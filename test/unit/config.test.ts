@@ -44,7 +44,7 @@ t.test('defaults', async (t) => {
   const c = parseConfig({}, CPUS);
   t.same(c.source, { kind: 'generator' });
   t.same(c.sink, { kind: 'stdout' });
-  t.same(c.deadLetter, { kind: 'file', path: 'streamstats-dead-letter.ndjson' });
+  t.same(c.deadLetter, { kind: 'file', path: 'streamstats-dead-letter.ndjson', maxBytes: 100 * 1024 * 1024, files: 5 });
   t.same(c.format, { kind: 'monasca' });
   t.equal(c.groupBy, null, 'empty GROUP_BY = all dimensions');
   t.equal(c.windowSeconds, 60);
@@ -210,6 +210,8 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ SINK: 'kafka', OUTPUT_TOPIC: 'o', EXACTLY_ONCE: 'yes' }, 'EXACTLY_ONCE', 'yes', /one of true, false/],
     [{ EXACTLY_ONCE: 'true' }, 'EXACTLY_ONCE', 'true', /only with SINK=kafka/],
     [{ DEAD_LETTER: 'kafka' }, 'DLQ_TOPIC', '', /DEAD_LETTER=kafka needs a topic name/],
+    [{ DEAD_LETTER_MAX_BYTES: '1023' }, 'DEAD_LETTER_MAX_BYTES', '1023', INT(1024, 1024 ** 4)],
+    [{ DEAD_LETTER_FILES: '0' }, 'DEAD_LETTER_FILES', '0', INT(1, 1000)],
     [{ PERCENTILES: '50,101' }, 'PERCENTILES', '50,101', /numbers from 0 to 100/],
     [{ PERCENTILE_ACCURACY: '0.5' }, 'PERCENTILE_ACCURACY', '0.5', NUM(0.0001, 0.1)],
     [{ SINK: 'postgres://' }, 'SINK', 'postgres://', /stdout, file:PATH, postgres/],
