@@ -12,6 +12,7 @@ import type { RowRejection } from '../sinks/types.js';
 import { RowFormatter, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type ClosedCell } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
+import { LateWarner } from './late.js';
 import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
@@ -22,6 +23,7 @@ export class Engine {
   readonly #store: StoreSettings;
   readonly #rows: RowFormatter;
   readonly #letters: DeadLetterBuilder;
+  readonly #late: LateWarner;
   readonly #partitions = new Map<number, PartitionState>();
   #fatal: Error | null = null;
   /** Batches submitted and not yet applied: bounded too, so a slow sink stalls the source, not memory. */
@@ -40,6 +42,7 @@ export class Engine {
     };
     this.#rows = new RowFormatter(windowMs, opts.maxSeries, opts.percentiles ?? []);
     this.#letters = new DeadLetterBuilder({ ...opts, windowMs });
+    this.#late = new LateWarner(opts.logger);
     this.#pending = new Gate(2 * opts.pool.stats.maxInFlight);
   }
 
@@ -237,6 +240,7 @@ export class Engine {
       const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
+      this.#late.observe({ partition: state.id, identity: state.identity, accepted: applied.accepted, late: expected, watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
       for (const c of applied.overLimit) expected += c.count;
       if (found !== expected) {
         // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
