@@ -196,8 +196,9 @@ export class Engine {
 
   #setWatermarkGauge(s: PartitionState): void {
     const id = s.identity;
-    const label = id === undefined ? String(s.id) : `${id.topic}/${id.partition}`;
-    this.#o.metrics.watermark.set({ partition: label }, Number.isFinite(s.store.watermark) ? s.store.watermark / 1000 : 0);
+    // The lag metrics' labels, so the two join; an unpartitioned source has no topic.
+    const labels = id === undefined ? { topic: '', partition: String(s.id) } : { topic: id.topic, partition: String(id.partition) };
+    this.#o.metrics.watermark.set(labels, Number.isFinite(s.store.watermark) ? s.store.watermark / 1000 : 0);
   }
 
   #origin(state: PartitionState, batch: Batch): BatchOrigin {

@@ -74,8 +74,8 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     openWindows: new Gauge({ name: `${PREFIX}open_windows`, help: 'Distinct open window starts, over all partitions', registers }),
     watermark: new Gauge({
       name: `${PREFIX}watermark_seconds`,
-      help: 'Event-time watermark per partition (seconds since the epoch)',
-      labelNames: ['partition'] as const,
+      help: 'Event-time watermark per topic and partition (seconds since the epoch; topic empty for a source without topics), labelled as the lag metrics are',
+      labelNames: ['topic', 'partition'] as const,
       registers,
     }),
     replayed: new Counter({
