@@ -7,9 +7,10 @@ import { RecordError, checkText, parseIsoTimestamp } from '../core/record.js';
 import { redactUrl } from './redact.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
 import { OPTIONS, flagFor, type OptionName } from './options.js';
+import { parseRedisConfig, type RedisConfig } from '../sources/redis/config.js';
 import { producibleCompressions, type KafkaCompression } from '../kafka/compression.js';
 
-export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
+export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' } | { kind: 'redis' };
 export type OutputCompression = KafkaCompression;
 export type SinkSpec =
   | { kind: 'stdout' }
@@ -76,6 +77,7 @@ export interface Config {
   taskTimeoutSeconds: number;
   generator: GeneratorConfig;
   kafka: KafkaConfig;
+  redis: RedisConfig;
   metricsPort: number;
   metricsHost: string;
   logLevel: string;
@@ -244,9 +246,9 @@ function parsePercentiles(r: Reader): number[] {
 
 function parseSource(r: Reader): SourceSpec {
   const s = r.raw('SOURCE');
-  if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
+  if (s === 'generator' || s === 'stdin' || s === 'kafka' || s === 'redis') return { kind: s };
   if (s.startsWith('file:') && s.length > 5) return { kind: 'file', path: s.slice(5) };
-  throw new ConfigError('SOURCE', s, 'generator, file:PATH, stdin or kafka is allowed');
+  throw new ConfigError('SOURCE', s, 'generator, file:PATH, stdin or kafka or redis is allowed');
 }
 
 function parseSink(r: Reader): SinkSpec {
@@ -380,6 +382,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
       rate: r.num('GEN_RATE', 0, 1e9),
     },
     kafka: parseKafka(r, source.kind === 'kafka'),
+    redis: parseRedisConfig((name) => r.raw(name as OptionName), source.kind === 'redis'),
     metricsPort: r.int('METRICS_PORT', 0, 65535),
     metricsHost: r.raw('METRICS_HOST'),
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
@@ -501,6 +504,7 @@ export function helpText(): string {
 export function redactedConfig(config: Config): Record<string, unknown> {
   const copy = JSON.parse(JSON.stringify(config)) as Config;
   if (copy.sink.kind === 'postgres') copy.sink.url = redactUrl(copy.sink.url);
+  (copy.redis as { url: string }).url = redactUrl(copy.redis.url);
   if (copy.kafka.sasl !== null) copy.kafka.sasl.password = copy.kafka.sasl.password === '' ? '' : '[redacted]';
   if (copy.kafka.ssl !== null) {
     if (copy.kafka.ssl.key !== undefined) copy.kafka.ssl.key = '[redacted]';

@@ -289,6 +289,20 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ GEN_SEED: '4294967296' }, 'GEN_SEED', '4294967296', INT(0, 4294967295)],
     [{ GEN_RATE: '-1' }, 'GEN_RATE', '-1', /number from 0 to/],
     [{ SHUTDOWN_TIMEOUT_SECONDS: '0' }, 'SHUTDOWN_TIMEOUT_SECONDS', '0', NUM(1, 3600)],
+    // SOURCE=redis (src/sources/redis/config.ts)
+    [{ REDIS_URL: 'http://h:1' }, 'REDIS_URL', 'http://h:1', /redis:\/\/ or rediss:\/\//],
+    [{ SOURCE: 'redis' }, 'REDIS_STREAMS', '', /needs at least one stream key/],
+    [{ REDIS_STREAMS: 'a b' }, 'REDIS_STREAMS', 'a b', /distinct stream keys/],
+    [{ REDIS_GROUP_ID: 'g g' }, 'REDIS_GROUP_ID', 'g g', /letters, digits/],
+    [{ REDIS_CONSUMER: 'c/1' }, 'REDIS_CONSUMER', 'c/1', /letters, digits/],
+    [{ REDIS_FIELD: 'x'.repeat(513) }, 'REDIS_FIELD', 'x'.repeat(513), /at most 512 bytes/],
+    [{ REDIS_FROM: 'start' }, 'REDIS_FROM', 'start', /one of earliest, latest/],
+    [{ REDIS_READ_COUNT: '0' }, 'REDIS_READ_COUNT', '0', INT(1, 100000)],
+    [{ REDIS_READ_MAX_BYTES: '1' }, 'REDIS_READ_MAX_BYTES', '1', INT(1024, 1073741824)],
+    [{ REDIS_BLOCK_MS: '0' }, 'REDIS_BLOCK_MS', '0', INT(1, 60000)],
+    [{ REDIS_CLAIM_IDLE_MS: '2000', REDIS_BLOCK_MS: '5000' }, 'REDIS_CLAIM_IDLE_MS', '2000', /higher than REDIS_BLOCK_MS \(5000\)/],
+    [{ REDIS_TLS_CA: '/nonexistent/ca.pem' }, 'REDIS_TLS_CA', '/nonexistent/ca.pem', /readable PEM file/],
+    [{ REDIS_TLS_REJECT_UNAUTHORIZED: 'yes' }, 'REDIS_TLS_REJECT_UNAUTHORIZED', 'yes', /one of true, false/],
   ];
   for (const [env, variable, value, allowed] of cases) bad(t, env, variable, value, allowed, `${JSON.stringify(env)}`);
 
