@@ -28,7 +28,9 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string): P
       reconnectStrategy: (retries: number) => Math.min(5000, 100 * 2 ** Math.min(retries, 6)),
       ...(tls ? { tls: true as const, rejectUnauthorized: cfg.tlsRejectUnauthorized, ...(cfg.tlsCa === undefined ? {} : { ca: cfg.tlsCa }) } : {}),
     },
-  }).withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: Buffer });
+  });
+  // Per command: sendCommand does not see withTypeMapping's proxy options.
+  const options = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: Buffer } };
   // node-redis emits 'error' for every failed reconnect attempt: logged (rarely), never thrown.
   let lastLog = 0;
   client.on('error', (err: Error) => {
@@ -38,7 +40,7 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string): P
   });
   await client.connect();
   return {
-    send: (args) => client.sendCommand([...args]) as Promise<Reply>,
+    send: (args) => client.sendCommand(args, options) as Promise<Reply>,
     close: async () => {
       try {
         await client.close();

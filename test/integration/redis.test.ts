@@ -1,0 +1,57 @@
+// Against the real Redis (127.0.0.1:6379): SOURCE=redis end to end, through a consumer group.
+import t from 'tap';
+import { close } from '../fixtures/reference.js';
+import { rowKey } from '../fixtures/harness.js';
+import { waitFor } from '../fixtures/kafka.js';
+import { drained, expectedRows, freshStream, mergeRows, startRedisEngine, statements, xadd } from '../fixtures/redis.js';
+
+t.test('one stream, one instance: the emitted statistics equal an independent computation', async (t) => {
+  const { stream, group, redis } = await freshStream(t);
+  const sts = statements({ count: 6000 });
+  await xadd(redis, stream, sts.map((s) => s.json));
+  const e = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'a', BATCH_SIZE: '500' });
+  await waitFor([e], drained([e], sts.length), 'all entries applied, all windows closed');
+  const rows = e.rows();
+  const exp = expectedRows(sts);
+  t.equal(rows.length, exp.size, `each of the ${exp.size} windows emitted once`);
+  let bad = 0;
+  for (const r of rows) {
+    const x = exp.get(rowKey(r));
+    const ok = x !== undefined && r.count === x.count && r.min === x.min && r.max === x.max && close(r.sum, x.sum) && close(r.stddev, x.stddev, 1e-7);
+    if (!ok && bad++ < 3) t.fail(`row ${rowKey(r)}`, { actual: r, expected: x });
+  }
+  t.equal(bad, 0, 'every window equals the independent computation');
+  t.same([...new Set(rows.map((r) => r.topic))], [stream], 'rows carry the stream key as topic');
+  t.equal(e.deadLetters().length, 0, 'nothing dead-lettered');
+  // Everything emitted is acknowledged: the group has nothing pending once the commit ran.
+  await waitFor([e], () => e.metric('streamstats_redis_pending_entries', { stream }) === 0, 'pending entries acknowledged', 20_000);
+  const pending = (await redis.sendCommand(['XPENDING', stream, group])) as unknown[];
+  t.equal(Number(pending[0]), 0, 'XPENDING: no entry left unacknowledged');
+  t.equal(e.metric('streamstats_consumer_lag_seconds', { stream }), 0, 'lag 0 s when caught up');
+  const summary = await e.stop();
+  t.equal(summary.records, sts.length, 'every entry read once');
+});
+
+t.test('two instances in one group share the stream and together emit the complete result', async (t) => {
+  const { stream, group, redis } = await freshStream(t);
+  const sts = statements({ count: 8000, seed: 4 });
+  const a = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'a', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' });
+  const b = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'b', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' });
+  await waitFor([a, b], () => a.pipeline.ready && b.pipeline.ready, 'both in the group');
+  await xadd(redis, stream, sts.map((s) => s.json));
+  await waitFor([a, b], drained([a, b], sts.length), 'all entries applied by the two');
+  const okA = a.metric('streamstats_records_total', { result: 'ok' });
+  const okB = b.metric('streamstats_records_total', { result: 'ok' });
+  t.equal(okA + okB, sts.length, 'each entry processed by exactly one instance');
+  t.ok(okA > 0 && okB > 0, `both took a share (a ${okA}, b ${okB})`);
+  const merged = mergeRows([...a.rows(), ...b.rows()]);
+  const exp = expectedRows(sts);
+  t.equal(merged.size, exp.size, 'every window emitted');
+  let bad = 0;
+  for (const [k, x] of exp) {
+    const m = merged.get(k);
+    if (!(m !== undefined && m.count === x.count && m.min === x.min && m.max === x.max && close(m.sum, x.sum)) && bad++ < 3) t.fail(`window ${k}`, { merged: m, expected: x });
+  }
+  t.equal(bad, 0, 'the two instances\' partial rows add up to the independent computation');
+  t.not(a.rows()[0]?.partition, b.rows()[0]?.partition, 'each instance\'s rows carry its own slot as partition');
+});
