@@ -1,4 +1,6 @@
 // Against the real Redis (127.0.0.1:6379): SOURCE=redis end to end, through a consumer group.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { close } from '../fixtures/reference.js';
 import { rowKey } from '../fixtures/harness.js';
@@ -35,8 +37,14 @@ t.test('one stream, one instance: the emitted statistics equal an independent co
 t.test('two instances in one group share the stream and together emit the complete result', async (t) => {
   const { stream, group, redis } = await freshStream(t);
   const sts = statements({ count: 8000, seed: 4 });
-  const a = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'a', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' });
-  const b = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'b', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' });
+  const root = t.testdir();
+  const dir = (name: string) => {
+    const d = join(root, name);
+    mkdirSync(d, { recursive: true });
+    return { dir: d };
+  };
+  const a = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'a', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' }, dir('a'));
+  const b = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'b', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' }, dir('b'));
   await waitFor([a, b], () => a.pipeline.ready && b.pipeline.ready, 'both in the group');
   await xadd(redis, stream, sts.map((s) => s.json));
   await waitFor([a, b], drained([a, b], sts.length), 'all entries applied by the two');
