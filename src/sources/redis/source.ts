@@ -101,7 +101,10 @@ export class RedisSource {
       every(this.#o.commitIntervalMs, () => this.#commitAll());
       every(Math.min(1000, this.#o.idleFlushMs), () => this.#idleFlush());
       every(this.#o.lagIntervalMs, () => this.#lag());
-      every(Math.max(200, Math.floor(redis.claimIdleMs / 3)), () => this.#leaseTick());
+      every(Math.max(200, Math.floor(redis.claimIdleMs / 3)), () => this.#takeOver());
+      // Renewals do not queue behind commits and lag polls: a slow commit must not cost the lease.
+      const renew = () => void this.#renewLeases().catch((err: unknown) => logger.warn({ err }, 'redis: lease renewal failed; retrying'));
+      timers.push(setInterval(renew, Math.max(100, Math.floor(redis.claimIdleMs / 4))));
       await this.#stop.wait();
     } finally {
       for (const t of timers) clearInterval(t);
@@ -317,18 +320,24 @@ export class RedisSource {
     }
   }
 
-  /** Renews our leases; takes over consumers that are gone (no lease, idle REDIS_CLAIM_IDLE_MS, entries pending). */
-  async #leaseTick(): Promise<void> {
-    const { redis, logger } = this.#o;
+  async #renewLeases(): Promise<void> {
+    const { redis } = this.#o;
     const ctl = this.#ctl!;
     for (const c of [...this.#leases]) {
       const ok = num(await ctl.send(['EVAL', RENEW_LEASE, '1', this.#k.lease(c), this.#token, String(redis.claimIdleMs)]));
-      if (ok === 1) continue;
+      // Released meanwhile (a takeover finished): not a loss.
+      if (ok === 1 || !this.#leases.has(c)) continue;
       // Another instance serves this consumer now (we were stalled past the lease): two servers of
       // one lane would emit its windows twice, so this instance stops and its supervisor restarts it.
       this.#fail(new StreamstatsError('STREAMSTATS_SOURCE', `redis: lease of consumer ${c} lost (no renewal within REDIS_CLAIM_IDLE_MS=${redis.claimIdleMs})`, { canRetry: false }));
       return;
     }
+  }
+
+  /** Takes over consumers that are gone: no lease, idle REDIS_CLAIM_IDLE_MS, entries pending. */
+  async #takeOver(): Promise<void> {
+    const { redis, logger } = this.#o;
+    const ctl = this.#ctl!;
     for (const stream of redis.streams) {
       const consumers = await ctl.send(['XINFO', 'CONSUMERS', stream, redis.groupId]);
       for (const m of (Array.isArray(consumers) ? consumers : []).map(pairs)) {
@@ -354,8 +363,8 @@ export class RedisSource {
     await engine.dropPartition(lane.id);
     if ([...this.#lanes.values()].some((l) => l.consumer === lane.consumer)) return;
     for (const s of redis.streams) await ctl.send(['XGROUP', 'DELCONSUMER', s, redis.groupId, lane.consumer]);
-    await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(lane.consumer), this.#token]);
     this.#leases.delete(lane.consumer);
+    await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(lane.consumer), this.#token]);
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
     logger.info({ consumer: lane.consumer }, 'redis: dead consumer\'s entries processed and acknowledged; consumer deleted');
   }
