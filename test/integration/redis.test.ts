@@ -43,8 +43,11 @@ t.test('two instances in one group share the stream and together emit the comple
     mkdirSync(d, { recursive: true });
     return { dir: d };
   };
-  const a = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'a', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' }, dir('a'));
-  const b = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'b', BATCH_SIZE: '200', REDIS_READ_COUNT: '100' }, dir('b'));
+  // Loaded right after both are in: a lane idle for IDLE_FLUSH_SECONDS would let its watermark follow
+  // the wall clock, and these statements are from 2024.
+  const common = { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, BATCH_SIZE: '200', REDIS_READ_COUNT: '100', IDLE_FLUSH_SECONDS: '5' };
+  const a = startRedisEngine(t, { ...common, REDIS_CONSUMER: 'a' }, dir('a'));
+  const b = startRedisEngine(t, { ...common, REDIS_CONSUMER: 'b' }, dir('b'));
   await waitFor([a, b], () => a.pipeline.ready && b.pipeline.ready, 'both in the group');
   await xadd(redis, stream, sts.map((s) => s.json));
   await waitFor([a, b], drained([a, b], sts.length), 'all entries applied by the two');
