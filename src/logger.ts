@@ -6,6 +6,7 @@
 // blocking: lines that do not fit are dropped and counted (streamstats_log_lines_dropped_total).
 import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { redactSecrets } from './config/redact.js';
 
 export const LOGGER_DEFAULTS = {
   /** Log bytes waiting for a slow or stuck stderr before further lines are dropped. */
@@ -115,10 +116,15 @@ function nonBlockingStderr(): number | null {
   return null;
 }
 
-/** Logs to stderr; on a pipe or socket never blocking (bounded, dropped lines counted), else synchronously. */
-export function createLogger(level: string): Logger {
+/**
+ * Logs to stderr; on a pipe or socket never blocking (bounded, dropped lines counted), else synchronously.
+ * `secrets` (the config's, see configSecrets) and the credentials of any URL are cut from every line,
+ * whatever field or error message they turn up in.
+ */
+export function createLogger(level: string, secrets: readonly string[] = []): Logger {
+  const options = { level, base: { name: 'streamstats' }, hooks: { streamWrite: (line: string) => redactSecrets(line, secrets) } };
   const fd = nonBlockingStderr();
-  if (fd === null) return pino({ level, base: { name: 'streamstats' } }, pino.destination({ dest: 2, sync: true }));
+  if (fd === null) return pino(options, pino.destination({ dest: 2, sync: true }));
   if (fd !== 2) {
     process.once('exit', () => {
       try {
@@ -128,5 +134,5 @@ export function createLogger(level: string): Logger {
       }
     });
   }
-  return pino({ level, base: { name: 'streamstats' } }, new BoundedDestination(fd));
+  return pino(options, new BoundedDestination(fd));
 }

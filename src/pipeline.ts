@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import type { Config } from './config/index.js';
 import { Decoder } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
-import { Engine, type EngineTotals } from './engine.js';
+import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
 import { createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
@@ -109,18 +109,16 @@ export class Pipeline {
       settings,
       workerMaxMemoryMb: config.workerMaxMemoryMb,
       taskTimeoutMs: config.taskTimeoutSeconds * 1000,
-      onPoolError: (err) => logger.error({ err: err.message }, 'decode pool error outside a task (a worker failed to start?)'),
+      onPoolError: (err) => logger.error({ err }, 'decode pool error outside a task (a worker failed to start?)'),
       ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       onFailure: (err, willRetry) => {
         metrics.workerFailures.inc({ retried: String(willRetry) });
-        logger.warn({ err: err.message, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
+        logger.warn({ err, willRetry }, willRetry ? 'worker failed on a batch; retrying it once' : 'worker failed on a batch twice; dead-lettering it');
       },
     });
     metrics.poolThreads.set(config.workerThreads);
     const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
     const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka });
-    let kafka: KafkaSource | null = null;
-    let redis: RedisSource | null = null;
     const engine: Engine = new Engine({
       pool,
       sink,
@@ -136,7 +134,6 @@ export class Pipeline {
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,
       autoOpenPartitions: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
-      rowIdentity: (p) => kafka?.identity(p) ?? redis?.identity(p),
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
       // protocol makes the restart safe). Never a stall behind a 200.
@@ -149,7 +146,7 @@ export class Pipeline {
     });
     let source: PullSource | KafkaSource | RedisSource;
     if (config.source.kind === 'kafka') {
-      kafka = new KafkaSource({
+      source = new KafkaSource({
         kafka: config.kafka,
         engine,
         metrics,
@@ -158,11 +155,10 @@ export class Pipeline {
         batchMaxBytes: config.batchMaxBytes,
         intakeMaxBytes: config.kafka.intakeMaxBytes,
         maxMessageBytes: config.maxMessageBytes,
-        ...(sink.ownsPositions === true ? { positions: sink } : {}),
+        ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
-      source = kafka;
     } else if (config.source.kind === 'redis') {
-      redis = new RedisSource({
+      source = new RedisSource({
         redis: config.redis,
         engine,
         metrics,
@@ -174,9 +170,8 @@ export class Pipeline {
         commitIntervalMs: config.kafka.commitIntervalMs,
         idleFlushMs: config.kafka.idleFlushMs,
         lagIntervalMs: config.kafka.lagIntervalMs,
-        ...(sink.ownsPositions === true ? { positions: sink } : {}),
+        ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
-      source = redis;
     } else {
       source = createPullSource(config);
     }
@@ -187,7 +182,7 @@ export class Pipeline {
     const apiPool = config.sink.kind === 'postgres'
       ? new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 })
       : null;
-    apiPool?.on('error', (err) => logger.warn({ err: err.message }, 'postgres: statistics API idle client error'));
+    apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
     const http = new HttpServer({
       ...(apiPool === null ? {} : { routes: createStatisticsApi({ pool: apiPool, logger }) }),
       host: config.metricsHost,

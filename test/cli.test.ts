@@ -1,33 +1,17 @@
 // The command as a user runs it: a child process, env and flags, stdout for rows, stderr for the rest.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { OPTIONS, flagFor } from '../src/config/options.js';
+import { freePort, runToExit, type Exited } from './fixtures/engine-process.js';
+import { testSchema } from './fixtures/pg.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist/src/cli.js');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[], env: Record<string, string>, opts: { shell?: string; signalAfterMs?: number } = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = opts.shell !== undefined
-      ? spawn('sh', ['-c', opts.shell], { cwd: ROOT, env: { ...process.env, ...env } })
-      : spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    if (opts.signalAfterMs !== undefined) setTimeout(() => child.kill('SIGTERM'), opts.signalAfterMs);
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[], env: Record<string, string>, opts: { shell?: string; signalAfterMs?: number } = {}): Promise<Exited> {
+  return runToExit([CLI, ...args], { ...process.env, ...env }, { cwd: ROOT, ...opts });
 }
 
 const QUIET = { LOG_LEVEL: 'warn', METRICS_PORT: '0', PROGRESS: 'off' };
@@ -106,7 +90,7 @@ t.test('README: the configuration table is the one the code documents (npm run d
 const PRODUCE = join(ROOT, 'dist/src/tools/produce.js');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-function runProduce(args: string[], env: Record<string, string>): Promise<Ran> {
+function runProduce(args: string[], env: Record<string, string>): Promise<Exited> {
   return run([], env, { shell: `exec "${process.execPath}" "${PRODUCE}" ${args.map((a) => `'${a}'`).join(' ')}` });
 }
 
@@ -206,4 +190,25 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.equal(fixed.code, 0, fixed.stderr);
   t.match(fixed.stderr, /event times 2020-02-11T12:42:13\.\d{3}Z \.\. 2020-02-11T12:46:4\d\.\d{3}Z/, 'GEN_START=2020-02-11T12:42:13Z: the fixed timeline');
   t.notMatch(fixed.stderr, /"level":50/, 'loading an existing topic logs no error');
+});
+
+t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors (issue 12)', async (t) => {
+  const SECRET = 'qp-S3cr3t-51d0';
+  const db = await testSchema(t);
+  const url = new URL(db.url);
+  url.searchParams.set('password', SECRET);
+  const ok = await run([], { LOG_LEVEL: 'debug', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1', PROGRESS: 'off', GEN_COUNT: '200', SINK: url.toString() });
+  t.equal(ok.code, 0, ok.stderr.slice(-2000));
+  const stored = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM streamstats_statistics');
+  t.ok(Number(stored.rows[0]!.n) > 0, 'the rows went through the URL (trust auth ignores the password)');
+  t.notMatch(ok.stderr, new RegExp(SECRET), 'stderr (debug log, summary) does not contain it');
+  t.match(ok.stderr, /password=\*\*\*[^\n]*"msg":"starting"/, 'the start-up log shows the parameter redacted');
+  t.match(ok.stderr, /windows\s+[\d,]+ statistics rows -> postgres:\/\/[^\n]*password=\*\*\*/, 'so does the summary');
+
+  const down = new URL(url);
+  down.port = String(await freePort());
+  const failed = await run([], { LOG_LEVEL: 'debug', METRICS_PORT: '0', PROGRESS: 'off', GEN_COUNT: '10', SINK: down.toString() });
+  t.equal(failed.code, 1, 'an unreachable database: exit 1');
+  t.match(failed.stderr, /streamstats: STREAMSTATS_SINK: /, 'the error line names the sink');
+  t.notMatch(failed.stderr, new RegExp(SECRET), 'and does not contain the password');
 });

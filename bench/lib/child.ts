@@ -1,10 +1,10 @@
 // Measured runs happen in child processes, one per run, so memory, JIT state and worker threads of one
 // run never leak into the next.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runToExit, type Exited } from '../../test/fixtures/engine-process.js';
 
 const here = (rel: string): string => fileURLToPath(new URL(rel, import.meta.url));
 
@@ -38,31 +38,8 @@ export interface CliRun {
   readonly wallSeconds: number;
 }
 
-interface Exited {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly wallSeconds: number;
-}
-
 function run(args: readonly string[], env: NodeJS.ProcessEnv, keepStdout: boolean): Promise<Exited> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', keepStdout ? 'pipe' : 'ignore', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout?.on('data', (d: Buffer) => out.push(d));
-    child.stderr?.on('data', (d: Buffer) => err.push(d));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      resolve({
-        code,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-        wallSeconds: (performance.now() - t0) / 1000,
-      }),
-    );
-  });
+  return runToExit(args, env, { keepStdout });
 }
 
 function maxRssOf(stderr: string): number {

@@ -15,9 +15,9 @@
 // Every run is timed on the parent's clock, from spawn to the last message processed, and from the
 // first message seen to the last (which leaves out the group join). The scenario also exports the
 // helpers that scenario 6 (sustained.ts) uses: broker checks, topics, an engine process with /metrics.
+import { sleep } from '../../src/async/index.js';
 import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,9 @@ import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
+import { metricMax, metricSum, parseMetrics, type Metrics } from '../../test/fixtures/metrics.js';
+import { createTopicOn, deleteTopicsOn, kafkaClient, uid } from '../../test/fixtures/topics.js';
+import { spawnCli } from '../../test/fixtures/engine-process.js';
 
 export const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const PRODUCE = join(ROOT, 'dist', 'src', 'tools', 'produce.js');
@@ -47,10 +50,10 @@ const PARTITIONS = 4;
 /** The flush points' series (one per partition), not part of the workload. */
 const FLUSH_NAME = 'streamstats.bench.flush';
 
-export const uid = (prefix: string): string => `${prefix}-${randomBytes(5).toString('hex')}`;
+export { uid };
 
 export function kafkaAdmin(): kafkajs.Admin {
-  return new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
+  return kafkaClient(BROKERS.split(','), 'streamstats-bench').admin();
 }
 
 /** Fails with the fix when the broker is down: the scenario never starts or stops it. */
@@ -82,25 +85,11 @@ async function deleteTopics(topics: readonly string[], applicationId?: string): 
 }
 
 export async function createTopic(topic: string, partitions: number): Promise<void> {
-  const admin = kafkaAdmin();
-  await admin.connect();
-  try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-  } finally {
-    await admin.disconnect();
-  }
+  await createTopicOn(BROKERS.split(','), topic, partitions);
 }
 
 export async function deleteTopic(topic: string): Promise<void> {
-  const admin = kafkaAdmin();
-  try {
-    await admin.connect();
-    await admin.deleteTopics({ topics: [topic] });
-  } catch {
-    // Best effort: a leftover ss-bench-* topic is harmless and named as ours.
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
+  await deleteTopicsOn(BROKERS.split(','), [topic]);
 }
 
 async function messagesIn(topic: string): Promise<number> {
@@ -151,7 +140,7 @@ function workloadCells(topic: string, count: number): { rows: number; maxTsMs: n
  * needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), so they close every earlier window in both engines.
  */
 async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
-  const producer = new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING }).producer();
+  const producer = kafkaClient(BROKERS.split(','), 'streamstats-bench').producer();
   await producer.connect();
   try {
     await producer.send({
@@ -168,26 +157,7 @@ async function appendFlushPoints(topic: string, partitions: number, tsMs: number
   }
 }
 
-/** Parses Prometheus text: metric name -> [{labels, value}]. */
-export function parseMetrics(text: string): Map<string, Array<{ labels: Record<string, string>; value: number }>> {
-  const out = new Map<string, Array<{ labels: Record<string, string>; value: number }>>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (m === null) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    const list = out.get(m[1]!) ?? [];
-    list.push({ labels, value: Number(m[3]) });
-    out.set(m[1]!, list);
-  }
-  return out;
-}
-
-export type Metrics = ReturnType<typeof parseMetrics>;
-export const metricSum = (ms: Metrics, name: string, labels: Record<string, string> = {}): number =>
-  (ms.get(name) ?? []).filter((x) => Object.entries(labels).every(([k, v]) => x.labels[k] === v)).reduce((a, x) => a + x.value, 0);
-export const metricMax = (ms: Metrics, name: string): number => Math.max(0, ...(ms.get(name) ?? []).map((x) => x.value));
+export { metricMax, metricSum, type Metrics };
 
 /** A `node dist/src/cli.js` child with its metrics port, for runs that end on SIGTERM. */
 export interface EngineProcess {
@@ -215,19 +185,15 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     ...vars,
   };
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, ['--import', PATHS.preload, PATHS.cli], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let tail = '';
   let maxRssBytes = NaN;
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const port = new Promise<number>((resolve, reject) => {
-    const lines = createInterface({ input: child.stderr! });
-    lines.on('line', (line) => {
-      tail = `${tail}${line}\n`.slice(-4000);
+  const { child, port: listening, stderr, closed } = spawnCli(env, {
+    nodeArgs: ['--import', PATHS.preload],
+    onLine: (line) => {
       if (line.startsWith('{"bench":"maxrss"')) maxRssBytes = (JSON.parse(line) as { maxRssBytes: number }).maxRssBytes;
-      if (line.includes('metrics on /metrics')) resolve((JSON.parse(line) as { port: number }).port);
-    });
-    void closed.then((code) => reject(new Error(`streamstats exited with ${code} before listening:\n${tail}`)));
+    },
   });
+  const tail = () => stderr().slice(-4000);
+  const port = Promise.race([listening, closed.then((code) => Promise.reject(new Error(`streamstats exited with ${code} before listening:\n${tail()}`)))]);
   port.catch(() => {});
   const get = async (path: string): Promise<Response> => fetch(`http://127.0.0.1:${await port}${path}`);
   return {
@@ -239,12 +205,11 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     stop: async () => {
       child.kill('SIGTERM');
       const code = await closed;
-      return { code, maxRssBytes, stderrTail: tail };
+      return { code, maxRssBytes, stderrTail: tail() };
     },
   };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface E2eRun {
   /** Spawn to the last message processed (sink variants: to the last row in the output). */

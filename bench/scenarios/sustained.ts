@@ -3,6 +3,7 @@
 // starts; a rate-limited kafkajs producer child (bench/child/kafka-rate-produce.ts) then writes
 // seed-000-shaped points with event time = wall clock for a fixed time. /metrics is sampled every
 // 250 ms during the load and until the engine has drained what was produced.
+import { sleep } from '../../src/async/index.js';
 import { loadavg } from 'node:os';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -49,7 +50,6 @@ interface RateResult {
   readonly threads: number;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function produce(topic: string, rate: number, seconds: number): Promise<RateProduceResult> {
   return new Promise((resolve, reject) => {

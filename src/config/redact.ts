@@ -1,11 +1,81 @@
-/** A connection string with its password removed, for logs and errors; anything else unchanged. */
-export function redactUrl(url: string): string {
-  if (!url.includes('@')) return url;
+// Secrets out of everything we print: logs, the summary, errors. What counts as a secret comes from
+// the option table (options marked `secret`) and, inside any URL, its user info and query parameters
+// whose names say password, token, secret or key (pg honours ?password= and ?sslpassword=).
+
+/** Replaces a credential inside a URL or a text. */
+export const REDACTED = '***';
+/** Replaces a secret option's whole value (a password, a key's contents). */
+export const REDACTED_VALUE = '[redacted]';
+
+/** Query parameter names whose values are credentials (case-insensitive substrings). */
+const SECRET_PARAM = /pass|pwd|token|secret|sslkey|api[-_]?key|credential|auth/i;
+
+/** A URL inside free text: a scheme, "//", then everything up to a blank or a quote. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
+
+function redactQuery(query: string): string {
+  return query.replace(/([?&;])([^=&;#]*)=([^&;#]*)/g, (all, sep: string, name: string) => (SECRET_PARAM.test(decodeSafe(name)) ? `${sep}${name}=${REDACTED}` : all));
+}
+
+function decodeSafe(s: string): string {
   try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
+    return decodeURIComponent(s);
   } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@');
+    return s;
   }
+}
+
+/**
+ * A URL without its credentials: the password of the user info (or a lone user name, often a token)
+ * and password-like query parameters become ***. Works on text that does not parse as a URL too (an
+ * unencoded "/" or "@" in a password): then everything between "//" and the last "@" goes.
+ */
+export function redactUrl(url: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (scheme === null) return url;
+  const rest = url.slice(scheme[0].length);
+  const q = rest.search(/[?#]/);
+  const authorityAndPath = q === -1 ? rest : rest.slice(0, q);
+  const tail = q === -1 ? '' : redactQuery(rest.slice(q));
+  const at = authorityAndPath.lastIndexOf('@');
+  if (at === -1) return `${scheme[0]}${authorityAndPath}${tail}`;
+  const userInfo = authorityAndPath.slice(0, at);
+  const colon = userInfo.indexOf(':');
+  // Keep a plain user name (useful to an operator); anything that might hold a secret goes.
+  const user = colon === -1 || /[/@]/.test(userInfo.slice(0, colon)) ? REDACTED : `${userInfo.slice(0, colon)}:${REDACTED}`;
+  return `${scheme[0]}${user}@${authorityAndPath.slice(at + 1)}${tail}`;
+}
+
+/**
+ * The credentials inside a URL, as they may turn up in messages: the password (raw and decoded) and
+ * the values of password-like query parameters. A lone user name is hidden inside URLs only: as free
+ * text it is too often a plain word ("postgres") to be cut everywhere.
+ */
+export function urlCredentials(url: string): string[] {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (scheme === null) return [];
+  const rest = url.slice(scheme[0].length);
+  const q = rest.search(/[?#]/);
+  const authority = q === -1 ? rest : rest.slice(0, q);
+  const out: string[] = [];
+  const at = authority.lastIndexOf('@');
+  if (at !== -1) {
+    const userInfo = authority.slice(0, at);
+    const colon = userInfo.indexOf(':');
+    if (colon !== -1) out.push(userInfo.slice(colon + 1));
+  }
+  if (q !== -1) {
+    for (const m of rest.slice(q).matchAll(/[?&;]([^=&;#]*)=([^&;#]*)/g)) if (SECRET_PARAM.test(decodeSafe(m[1]!))) out.push(m[2]!);
+  }
+  return [...new Set(out.flatMap((v) => [v, decodeSafe(v)]))].filter((v) => v !== '');
+}
+
+/** Free text (an error message, a log line) with every URL in it redacted, and each `secrets` value replaced. */
+export function redactSecrets(text: string, secrets: readonly string[] = []): string {
+  let out = text.replace(URL_IN_TEXT, (u) => redactUrl(u));
+  for (const s of secrets) {
+    if (s.length < 3) continue;
+    for (const form of new Set([s, encodeURIComponent(s)])) out = out.split(form).join(REDACTED);
+  }
+  return out;
 }

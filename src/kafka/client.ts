@@ -1,7 +1,10 @@
-// kafkajs client settings from our config, with kafkajs's logs routed into ours.
-import kafkajs, { type KafkaConfig as KafkajsConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+// kafkajs clients from our config, with kafkajs's logs routed into ours and our codecs registered; and
+// an admin client connected on first use and shared by whoever needs one.
+import kafkajs, { type Admin, type Kafka, type KafkaConfig as KafkajsConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';
+import { withTimeout } from '../async/index.js';
+import { registerCodecs } from './codecs.js';
 
 const KafkaLogLevel = kafkajs.logLevel;
 
@@ -47,4 +50,48 @@ export function kafkajsConfig(cfg: KafkaConfig, logger: Logger): KafkajsConfig {
     out.sasl = { mechanism: cfg.sasl.mechanism, username: cfg.sasl.username, password: cfg.sasl.password } as SASLOptions;
   }
   return out;
+}
+
+/** A kafkajs client, or our Kafka settings to build one (its logs then go to `logger`). */
+export type KafkaClientSpec = Kafka | KafkaConfig;
+
+function isClient(k: KafkaClientSpec): k is Kafka {
+  return typeof (k as Partial<Kafka>).producer === 'function';
+}
+
+/**
+ * The client itself, or a new one from our settings (with `overrides` on top); either way with the
+ * codecs registered.
+ */
+export function kafkaClient(spec: KafkaClientSpec, logger: Logger, overrides: Partial<KafkajsConfig> = {}): Kafka {
+  registerCodecs();
+  return isClient(spec) ? spec : new kafkajs.Kafka({ ...kafkajsConfig(spec, logger), ...overrides });
+}
+
+/** An admin client connected on first use; a failed connect is forgotten, so the next use tries again. */
+export class LazyAdmin {
+  #admin: Promise<Admin> | null = null;
+
+  constructor(private readonly kafka: Kafka) {}
+
+  get(): Promise<Admin> {
+    this.#admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    const p = this.#admin;
+    p.catch(() => {
+      if (this.#admin === p) this.#admin = null;
+    });
+    return p;
+  }
+
+  /** Disconnects (bounded by timeoutMs) if connected; the next get() connects again. Never rejects. */
+  async close(timeoutMs: number): Promise<void> {
+    const p = this.#admin;
+    this.#admin = null;
+    if (p === null) return;
+    await withTimeout(p.then((a) => a.disconnect()), timeoutMs, 'kafka: admin disconnect').catch(() => {});
+  }
 }

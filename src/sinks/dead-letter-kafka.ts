@@ -16,30 +16,19 @@
 // that record's JSON text. Headers of the original message are not kept (the entry does not carry them).
 // A dead letter is never refused for its size: one that would not fit the topic's max.message.bytes
 // (read from the broker) is cut, detail first, then value, and flagged.
-import type { IHeaders, Kafka, Message } from 'kafkajs';
-import type { Logger } from 'pino';
+import type { IHeaders, Message } from 'kafkajs';
 import { StreamstatsError } from '../errors.js';
-import type { DeadLetter, DeadLetterEntry } from './dead-letter.js';
+import { kafkaClient, LazyAdmin } from '../kafka/client.js';
+import { compressionCode } from '../kafka/compression.js';
 import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
-import { chunkMessages, compressionCodec, kafkaClient, KAFKA_SINK_DEFAULTS, ProducerSet, RECORD_OVERHEAD_BYTES, topicMaxMessageBytes, validateProducerOptions, type KafkaClientSpec, type KafkaCompression } from './kafka.js';
+import { PRODUCER_DEFAULTS, ProducerSet, validateProducerOptions, type ProducerOptions } from '../kafka/producer.js';
+import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
+import { TopicLimits } from '../kafka/topics.js';
+import type { DeadLetter, DeadLetterEntry } from './types.js';
 
-/**
- * What the engine could add to DeadLetterEntry for a Kafka source: the record's own topic and Kafka
- * partition (entry.partition is the engine's partition id, not the Kafka partition).
- */
-export interface KafkaDeadLetterEntry extends DeadLetterEntry {
-  topic?: string;
-  kafka_partition?: number;
-}
-
-export interface KafkaDeadLetterOptions {
-  readonly kafka: KafkaClientSpec;
+export interface KafkaDeadLetterOptions extends ProducerOptions {
   /** DLQ_TOPIC. */
   readonly topic: string;
-  readonly compression?: KafkaCompression;
-  readonly logger: Logger;
-  readonly maxRequestBytes?: number;
-  readonly closeTimeoutMs?: number;
 }
 
 export const DLQ_HEADERS = {
@@ -67,7 +56,7 @@ function headerBytes(h: IHeaders): number {
  * Cuts a dead-letter message so that key, value and headers fit in maxBytes (minus record overhead):
  * the detail header first, then the value, flagged with streamstats-truncated = original value size.
  */
-export function fitDeadLetter(m: Message, maxBytes: number): Message {
+function fitDeadLetter(m: Message, maxBytes: number): Message {
   const value = m.value as Buffer;
   const key = m.key as Buffer | null;
   const headers = { ...(m.headers ?? {}) };
@@ -81,14 +70,14 @@ export function fitDeadLetter(m: Message, maxBytes: number): Message {
 }
 
 /** The Kafka topic of an entry: its own field, else the source description when it names one topic. */
-export function sourceTopic(e: KafkaDeadLetterEntry): string | undefined {
+function sourceTopic(e: DeadLetterEntry): string | undefined {
   if (e.topic !== undefined) return e.topic;
   const m = /^kafka:([^,]+)$/.exec(e.source);
   return m?.[1];
 }
 
 /** The entry as the message it came from, plus headers. */
-export function deadLetterMessage(e: KafkaDeadLetterEntry): Message {
+function deadLetterMessage(e: DeadLetterEntry): Message {
   const headers: IHeaders = {
     [DLQ_HEADERS.reason]: e.reason,
     [DLQ_HEADERS.detail]: e.detail,
@@ -115,46 +104,31 @@ export class KafkaDeadLetter implements DeadLetter {
   readonly #o: KafkaDeadLetterOptions;
   readonly #producers: ProducerSet;
   readonly #codec: number;
-  readonly #kafka: Kafka;
-  #maxMessageBytes: number = KAFKA_SINK_DEFAULTS.maxMessageBytes;
-  #limitRead: Promise<void> | null = null;
+  readonly #limits: TopicLimits;
   #closing: Promise<void> | null = null;
 
   constructor(opts: KafkaDeadLetterOptions) {
     validateProducerOptions(opts);
     this.#o = opts;
-    this.#codec = compressionCodec(opts.compression);
+    this.#codec = compressionCode(opts.compression ?? PRODUCER_DEFAULTS.compression);
     this.describe = `kafka:${opts.topic}`;
-    this.#kafka = kafkaClient(opts.kafka, opts.logger);
-    this.#producers = new ProducerSet(this.#kafka, opts.logger, (kafka) => ({
+    const kafka = kafkaClient(opts.kafka, opts.logger);
+    // The limit is read once: the admin connection is not kept for it.
+    const admin = new LazyAdmin(kafka);
+    this.#limits = new TopicLimits({ topic: opts.topic, admin: () => admin.get(), logger: opts.logger, withPartitions: false, after: () => admin.close(5000) });
+    this.#producers = new ProducerSet(kafka, opts.logger, (kafka) => ({
       producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }),
       transactional: false,
     }));
   }
 
-  /** The DLQ topic's max.message.bytes, read once; the broker default until then or if it cannot be read. */
-  #readLimit(): Promise<void> {
-    this.#limitRead ??= (async () => {
-      const admin = this.#kafka.admin();
-      try {
-        await admin.connect();
-        const v = await topicMaxMessageBytes(admin, this.#o.topic);
-        if (v !== null) this.#maxMessageBytes = v;
-      } catch (err) {
-        this.#o.logger.debug({ err, topic: this.#o.topic }, 'kafka: cannot read the dead-letter topic\'s max.message.bytes; assuming the broker default');
-      } finally {
-        await admin.disconnect().catch(() => {});
-      }
-    })();
-    return this.#limitRead;
-  }
-
   async write(entries: readonly DeadLetterEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    await this.#readLimit();
-    const messages = entries.map((e) => fitDeadLetter(deadLetterMessage(e), this.#maxMessageBytes));
+    await this.#limits.read();
+    const max = this.#limits.maxMessageBytes;
+    const messages = entries.map((e) => fitDeadLetter(deadLetterMessage(e), max));
     // Unkeyed dead letters may share a partition: cut requests by the topic's record-batch limit too.
-    const chunks = chunkMessages(messages, Math.min(this.#o.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes, this.#maxMessageBytes - RECORD_OVERHEAD_BYTES), RECORD_OVERHEAD_BYTES);
+    const chunks = chunkMessages(messages, requestBudget(this.#o.maxRequestBytes ?? PRODUCER_DEFAULTS.maxRequestBytes, max), RECORD_OVERHEAD_BYTES);
     await this.#producers.run('dead-letters', async (producer, slot) => {
       try {
         for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
@@ -166,7 +140,7 @@ export class KafkaDeadLetter implements DeadLetter {
   }
 
   close(): Promise<void> {
-    this.#closing ??= this.#producers.close(this.#o.closeTimeoutMs ?? KAFKA_SINK_DEFAULTS.closeTimeoutMs);
+    this.#closing ??= this.#producers.close(this.#o.closeTimeoutMs ?? PRODUCER_DEFAULTS.closeTimeoutMs);
     return this.#closing;
   }
 }

@@ -4,7 +4,7 @@ import type { SinkSpec } from '../config/index.js';
 import { WRITTEN_ALL, type Sink } from './types.js';
 import { NdjsonWriter } from './ndjson.js';
 import { PostgresSink } from './postgres/sink.js';
-import { KafkaSink } from './kafka.js';
+import { KafkaSink } from './kafka/index.js';
 import type { KafkaConfig } from '../config/index.js';
 
 export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string; kafka: KafkaConfig }): Promise<Sink> {
@@ -35,4 +35,4 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
   }
 }
 
-export type { PartitionPositions, RowRejection, Sink, SinkCommit, SinkWriteResult } from './types.js';
+export type { DeadLetter, DeadLetterEntry, RowRejection, Sink, SinkCommit, SinkWriteResult } from './types.js';

@@ -1,20 +1,10 @@
 // The contracts of the output side, in a file of their own so that sources and the engine depend on
-// types, never on the sink implementations (no import circle through the factory).
-import type { CommitPoint } from '../commit/types.js';
+// types, never on the sink implementations (no import circle through the factories).
+import type { PositionStore, SinkCommit } from '../commit/types.js';
+import type { RejectReason } from '../core/messages.js';
 import type { RowBatch } from '../windows/row.js';
 
-/** For a Kafka source: the partition's commit point, written in the same transaction as the rows. */
-export interface SinkCommit {
-  readonly topic: string;
-  readonly partition: number;
-  readonly point: CommitPoint;
-}
-
-export interface PartitionPositions {
-  readonly position: number;
-  readonly watermarkMs: number;
-  readonly appliedEnd: number;
-}
+export type { SinkCommit } from '../commit/types.js';
 
 /**
  * A row the sink refused for a reason of the row itself (a data error, a value the store cannot hold, a
@@ -40,10 +30,10 @@ export const WRITTEN_ALL: SinkWriteResult = Object.freeze({ rejected: Object.fre
 export interface Sink {
   readonly describe: string;
   /**
-   * True when the sink stores partition positions with its rows (exactly-once on its own): the Kafka
-   * source then resumes from readPositions() rather than from the group's committed offsets.
+   * Set when the sink stores each commit point with its rows (exactly-once on its own): the source then
+   * resumes from it rather than from its own commits, and commits nothing itself.
    */
-  readonly ownsPositions?: boolean;
+  readonly positions?: PositionStore | undefined;
   /**
    * True when write() may be called again before earlier calls resolved: the sink keeps the call order
    * per partition itself (and may batch several emissions into one request or transaction). The engine
@@ -56,6 +46,37 @@ export interface Sink {
    * retries, fenced, outcome unknown): the engine then stops and the process exits non-zero.
    */
   write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult>;
-  readPositions?(topic: string, partitions: readonly number[]): Promise<Map<number, PartitionPositions>>;
+  close(): Promise<void>;
+}
+
+/** One rejected record (or refused row), with its reason and where it came from. */
+export interface DeadLetterEntry {
+  time: string;
+  reason: RejectReason;
+  detail: string;
+  source: string;
+  partition: number;
+  /** Source position of the message (Kafka offset), when the source has one. */
+  offset?: string;
+  /** Index of the message in its batch and of the record in a JSON-array message (-1 = whole message). */
+  batch_seq: number;
+  message_index: number;
+  element: number;
+  /** The rejected bytes: UTF-8 text, or base64 when they were not valid UTF-8 (value_encoding says which). */
+  value: string;
+  value_encoding: 'utf8' | 'base64';
+  /** Set when `value` holds only the first bytes of what was rejected; value_bytes is the whole size. */
+  value_truncated?: true;
+  value_bytes?: number;
+  key?: string;
+  /** Kafka source: the record's topic and partition (partition above is the engine's own id). */
+  topic?: string;
+  kafka_partition?: number;
+}
+
+/** The dead-letter output. Nothing is dropped silently: if it fails, the engine stops. */
+export interface DeadLetter {
+  readonly describe: string;
+  write(entries: readonly DeadLetterEntry[]): Promise<void>;
   close(): Promise<void>;
 }

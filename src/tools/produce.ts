@@ -8,17 +8,16 @@ import { parseConfig, unknownVariables, unknownVariablesWarning, type GeneratorC
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
 import { generatePoints } from '../sources/generator.js';
-import { registerCodecs } from '../kafka/codecs.js';
-import { kafkajsConfig } from '../kafka/client.js';
+import { kafkaClient } from '../kafka/client.js';
+import { compressionCode, compressionRefusal, KAFKA_COMPRESSIONS, type KafkaCompression } from '../kafka/compression.js';
+import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
 import { createLogger } from '../logger.js';
 
-const { CompressionTypes, Kafka, logLevel, Partitioners } = kafkajs;
-
-const COMPRESSION = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy, lz4: CompressionTypes.LZ4 } as const;
+const { logLevel } = kafkajs;
 
 const PRODUCE_VARIABLES = ['PRODUCE_PARTITIONS', 'PRODUCE_COMPRESSION', 'PRODUCE_BATCH'] as const;
 
-export const PRODUCE_HELP = [
+const PRODUCE_HELP = [
   'streamstats-produce: loads a Kafka topic with the generator workload (Monasca points keyed by series).',
   '',
   'Usage: streamstats-produce            (configured by environment variables only)',
@@ -31,7 +30,7 @@ export const PRODUCE_HELP = [
   '                       the rows are recent and no point is in the future (GEN_START=2020-02-11T12:42:13Z',
   '                       gives the fixed timeline of the engine\'s built-in generator)',
   '  PRODUCE_PARTITIONS   partitions when the topic is created (default 4)',
-  '  PRODUCE_COMPRESSION  none | gzip | snappy | lz4 (default none)',
+  `  PRODUCE_COMPRESSION  ${KAFKA_COMPRESSIONS.join(' | ')} (default none; zstd needs Node >= 22.15)`,
   '  PRODUCE_BATCH        messages per send (default 1000)',
 ].join('\n');
 
@@ -41,20 +40,20 @@ export const PRODUCE_HELP = [
  * into the future: the last window stays open until the wall clock gets there (holding back
  * commits), and a big GEN_COUNT passes MAX_FUTURE_SECONDS and is rejected as future_timestamp.
  */
-export function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
+function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
   const rounds = Math.max(1, Math.ceil(gen.count / (gen.metrics * gen.hosts)));
   // generatePoints jitters each point by up to min(1000, interval) ms after its round's time.
   const start = nowMs - (rounds - 1) * gen.intervalMs - Math.min(1000, gen.intervalMs);
   return Math.floor(start / 1000) * 1000;
 }
 
-export interface ProduceOptions {
+interface ProduceOptions {
   partitions: number;
-  compression: keyof typeof COMPRESSION;
+  compression: KafkaCompression;
   batch: number;
 }
 
-export function parseProduceOptions(env: Readonly<Record<string, string | undefined>>): ProduceOptions {
+function parseProduceOptions(env: Readonly<Record<string, string | undefined>>): ProduceOptions {
   const int = (name: string, def: number, min: number, max: number) => {
     const s = env[name] ?? String(def);
     const n = Number(s);
@@ -62,8 +61,9 @@ export function parseProduceOptions(env: Readonly<Record<string, string | undefi
     return n;
   };
   const c = env['PRODUCE_COMPRESSION'] ?? 'none';
-  if (!(c in COMPRESSION)) throw new ConfigError('PRODUCE_COMPRESSION', c, `one of ${Object.keys(COMPRESSION).join(', ')} is allowed`);
-  return { partitions: int('PRODUCE_PARTITIONS', 4, 1, 10000), compression: c as keyof typeof COMPRESSION, batch: int('PRODUCE_BATCH', 1000, 1, 100000) };
+  const refusal = compressionRefusal(c);
+  if (refusal !== null) throw new ConfigError('PRODUCE_COMPRESSION', c, `${refusal} is allowed`);
+  return { partitions: int('PRODUCE_PARTITIONS', 4, 1, 10000), compression: c as KafkaCompression, batch: int('PRODUCE_BATCH', 1000, 1, 100000) };
 }
 
 async function main(): Promise<number> {
@@ -102,8 +102,7 @@ async function main(): Promise<number> {
   const unknown = unknownVariables(process.env, PRODUCE_VARIABLES);
   const warning = unknownVariablesWarning(unknown);
   if (warning !== null) logger.warn({ variables: unknown.map((u) => u.name) }, warning);
-  registerCodecs();
-  const kafka = new Kafka({ ...kafkajsConfig(config.kafka, logger), logLevel: logLevel.WARN });
+  const kafka = kafkaClient(config.kafka, logger, { logLevel: logLevel.WARN });
   const topic = config.kafka.topics[0]!;
   const admin = kafka.admin();
   await admin.connect();
@@ -112,14 +111,14 @@ async function main(): Promise<number> {
     ? false
     : await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
   await admin.disconnect();
-  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
+  const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: JavaCompatiblePartitioner });
   await producer.connect();
   const started = performance.now();
   let sent = 0;
   let pending: Array<{ key: string; value: string }> = [];
   const flush = async () => {
     if (pending.length === 0) return;
-    await producer.send({ topic, acks: -1, compression: COMPRESSION[opts.compression], messages: pending });
+    await producer.send({ topic, acks: -1, compression: compressionCode(opts.compression), messages: pending });
     sent += pending.length;
     pending = [];
   };

@@ -8,7 +8,7 @@ import t from 'tap';
 import { uid, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { until } from '../fixtures/engine-process.js';
-import { assertStoreEquals, createTopicOn, expectedRows, keyedMessages, pgRows, points, privateBroker, produceTo, readyzStatus, sleep, spawnEngine } from '../fixtures/faults.js';
+import { assertStoreEquals, createTopicFor, expectedRows, keyedMessages, pgRows, points, privateBroker, produceTo, readyzStatus, sleep, spawnEngine } from '../fixtures/faults.js';
 import { GEN_START_MS } from '../fixtures/kafka.js';
 
 const SESSION_TIMEOUT_MS = 6000;
@@ -30,7 +30,7 @@ function sentinels(): Array<{ key: string; value: string; partition: number }> {
 
 t.test(`broker down ${OUTAGE_MS / 1000} s (> session timeout) mid-stream: /readyz 503 then 200, reconnects, store complete and not doubled`, async (t) => {
   const broker = await privateBroker(t);
-  const topic = await createTopicOn(t, broker.brokers, uid('ss-outage'), PARTITIONS, false);
+  const topic = await createTopicFor(t, broker.brokers, uid('ss-outage'), PARTITIONS, false);
   const db = await testSchema(t);
   const ps = points(W);
   const exp = expectedRows(ps);

@@ -78,7 +78,7 @@ t.test(`Kafka sink with EXACTLY_ONCE: ${KILLS} x kill -9, a read_committed consu
     await admin.connect();
     try {
       const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-      return (res?.partitions ?? []).reduce((a, p) => a + (parseCommitMeta(p.metadata)?.hi ?? 0), 0);
+      return (res?.partitions ?? []).reduce((a, p) => a + (parseCommitMeta(p.metadata)?.appliedEnd ?? 0), 0);
     } finally {
       await admin.disconnect();
     }

@@ -4,12 +4,10 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { BoundedDestination, logLinesDropped } from '../../src/logger.js';
-import { freePort, until } from '../fixtures/engine-process.js';
+import { CLI, freePort, until } from '../fixtures/engine-process.js';
 
-const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 
 /** A FIFO with a reader that never reads, full: returns a blocking write descriptor for a child. */
 function stuckFifo(dir: string): { write: number; close: () => void } {

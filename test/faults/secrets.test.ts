@@ -2,18 +2,17 @@
 // (stderr of the CLI, at LOG_LEVEL=debug, where the most is written), in /metrics, or in error
 // messages (an unreachable database, a malformed URL, a SASL handshake the broker refuses).
 // And the production dependencies carry no known high-severity vulnerability (npm audit).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { caughtUp, freePort, until } from '../fixtures/engine-process.js';
+import { CLI, caughtUp, freePort, runToExit, until, type Exited } from '../fixtures/engine-process.js';
 import { brokers, createTopic, uid } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { keyedMessages, points, produceTo, sleep, spawnEngine } from '../fixtures/faults.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const CLI = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 const SASL_PASSWORD = 'sasl-S3cr3t-7f1c9e';
 const PG_PASSWORD = 'pg-S3cr3t-4b2a8d';
 // Needs percent-encoding in a URL: the decoded and the encoded form must both stay out.
@@ -23,18 +22,10 @@ function leaks(text: string, ...secrets: string[]): string[] {
   return secrets.flatMap((s) => [s, encodeURIComponent(s)]).filter((s) => text.includes(s));
 }
 
-/** Runs the CLI to its exit; returns the exit code and stderr. */
-function runCli(env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI], { env: { ...process.env, LOG_LEVEL: 'debug', PROGRESS: 'off', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr });
-    });
-  });
+/** Runs the shipped CLI to its exit; returns the exit code and stderr. */
+function runCli(env: Record<string, string>, timeoutMs = 60_000): Promise<Exited> {
+  const base = { LOG_LEVEL: 'debug', PROGRESS: 'off', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' };
+  return runToExit([CLI], { ...process.env, ...base, ...env }, { keepStdout: false, timeoutMs });
 }
 
 t.test('a PostgreSQL URL password is not in the logs, /metrics or the statistics API while the engine runs', async (t) => {

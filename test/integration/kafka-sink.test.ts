@@ -4,9 +4,11 @@
 import type { IHeaders, Kafka } from 'kafkajs';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
-import { KafkaDeadLetter, DLQ_HEADERS, type KafkaDeadLetterEntry } from '../../src/sinks/dead-letter-kafka.js';
+import { KafkaDeadLetter, DLQ_HEADERS } from '../../src/sinks/dead-letter-kafka.js';
+import type { DeadLetterEntry as KafkaDeadLetterEntry } from '../../src/sinks/dead-letter.js';
 import type { SinkCommit } from '../../src/sinks/index.js';
-import { isFencingError, KafkaSink, rowIdentityKey, type KafkaSinkOptions } from '../../src/sinks/kafka.js';
+import { isFencingError } from '../../src/kafka/errors.js';
+import { KafkaSink, rowIdentityKey, type KafkaSinkOptions } from '../../src/sinks/kafka/index.js';
 import { StreamstatsError } from '../../src/errors.js';
 import { producibleCompressions, zstdAvailable } from '../../src/kafka/compression.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';

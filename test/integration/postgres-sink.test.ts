@@ -7,6 +7,7 @@ import pg from 'pg';
 import t, { type Test } from 'tap';
 import { StreamstatsError } from '../../src/errors.js';
 import { groupbyKey, SeriesRefs } from '../../src/sinks/postgres/identity.js';
+import { rowIdentity } from '../fixtures/reference.js';
 import { ensureStaging, insertCopy, insertSeries, upsertCopy } from '../../src/sinks/postgres/write.js';
 import { MIGRATIONS } from '../../src/sinks/postgres/schema.js';
 import type { PostgresSink } from '../../src/sinks/postgres/sink.js';
@@ -68,10 +69,6 @@ async function stored(pool: pg.Pool): Promise<Stored[]> {
   return (await pool.query<Stored>('SELECT name, groupby, period_start, count FROM streamstats_statistics')).rows;
 }
 
-function idOf(name: string, groupby: Record<string, string | null>, periodStart: string): string {
-  return `${name}\u0001${groupbyKey(groupby)}\u0001${new Date(periodStart).toISOString()}`;
-}
-
 /**
  * Writes `rows` with a commit point and checks the contract: exactly `bad` rejected, each detail
  * matching `detail`, every other row stored, the commit point stored.
@@ -82,8 +79,8 @@ async function writeExpecting(t: Test, rows: StatsRow[], bad: number[], detail: 
   const res = await sink.write(batch(rows), commitAt(500));
   t.same(res.rejected.map((r) => r.index), bad, `rows ${bad.join(', ')} rejected`);
   for (const r of res.rejected) t.match(r.detail, detail, `row ${r.index}: ${r.detail.slice(0, 200)}`);
-  const got = new Set((await stored(pool)).map((r) => idOf(r.name, r.groupby, r.period_start.toISOString())));
-  const missing = rows.filter((r, i) => !bad.includes(i) && !got.has(idOf(r.name, r.groupby, r.period_start)));
+  const got = new Set((await stored(pool)).map((r) => rowIdentity(r.name, r.groupby, r.period_start)));
+  const missing = rows.filter((r, i) => !bad.includes(i) && !got.has(rowIdentity(r.name, r.groupby, r.period_start)));
   t.equal(missing.length, 0, 'every other row is stored');
   t.equal(got.size, rows.length - bad.length, 'and nothing else');
   const pos = await sink.readPositions(TOPIC, [PARTITION]);

@@ -2,9 +2,11 @@ import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { argvToEnv, helpText, parseConfig, redactedConfig, unknownVariables, unknownVariablesWarning, type Env } from '../../src/config/index.js';
+import { argvToEnv, configSecrets, helpText, parseConfig, redactDeep, redactedConfig, unknownVariables, unknownVariablesWarning, type Env } from '../../src/config/index.js';
 import { defaultThreads, detectCpus, parseCpuMax, type CpuInfo } from '../../src/config/cpus.js';
-import { OPTIONS, flagFor } from '../../src/config/options.js';
+import { OPTIONS, allowedText, flagFor, optionsMarkdownTable, specOf, type OptionSpec } from '../../src/config/options.js';
+import { showValue } from '../../src/config/reader.js';
+import { redactSecrets, redactUrl } from '../../src/config/redact.js';
 import { ConfigError, StreamstatsError } from '../../src/errors.js';
 import { zstdAvailable } from '../../src/kafka/compression.js';
 
@@ -536,4 +538,120 @@ t.test('OUTPUT_COMPRESSION=zstd: accepted where node:zlib compresses zstd (Node 
     expectConfigError(t, () => parseConfig(env, CPUS), 'OUTPUT_COMPRESSION', 'zstd', /one of none, gzip, snappy, lz4/, 'zstd without node:zlib zstd');
   }
   if (Number(process.versions.node.split('.')[0]) >= 24) t.ok(zstdAvailable(), 'on Node 24 zstd is producible');
+});
+
+t.test('the table drives the parser: every typed row accepts its bounds and rejects just outside them, with its message', async (t) => {
+  for (const o of OPTIONS as readonly OptionSpec[]) {
+    if (o.type === 'int' || o.type === 'number') {
+      // Rows checked against each other: BATCH_MAX_BYTES >= MAX_MESSAGE_BYTES, heartbeat < session timeout.
+      const base = { BATCH_MAX_BYTES: { MAX_MESSAGE_BYTES: '16' }, MAX_MESSAGE_BYTES: { BATCH_MAX_BYTES: String(1024 ** 3) } }[o.env as string] ?? {};
+      const bounds = o.env === 'KAFKA_HEARTBEAT_INTERVAL_MS' ? [o.min] : [o.min, o.max];
+      for (const ok of bounds) t.doesNotThrow(() => parseConfig({ ...base, [o.env]: String(ok) }, CPUS), `${o.env}=${ok} (a bound) is accepted`);
+      const what = o.type === 'int' ? 'an integer' : 'a number';
+      for (const bad of [o.min - 1, o.max + (o.type === 'int' ? 1 : o.max)]) {
+        expectConfigError(t, () => parseConfig({ ...base, [o.env]: String(bad) }, CPUS), o.env, String(bad), new RegExp(`${what} from ${o.min} to ${o.max} is allowed`), `${o.env}=${bad}`);
+      }
+      if (o.type === 'int') expectConfigError(t, () => parseConfig({ [o.env]: '1.5' }, CPUS), o.env, '1.5', /an integer from/, `${o.env}=1.5 (not whole)`);
+      for (const word of o.type === 'int' ? o.also ?? [] : []) t.doesNotThrow(() => parseConfig({ [o.env]: word }, CPUS), `${o.env}=${word}`);
+    } else if (o.type === 'enum') {
+      expectConfigError(t, () => parseConfig({ SOURCE: 'kafka', KAFKA_TOPICS: 'm', SINK: 'kafka', OUTPUT_TOPIC: 'o', [o.env]: 'bogus' }, CPUS), o.env, 'bogus', /one of .* is allowed/, `${o.env}=bogus`);
+    }
+  }
+});
+
+t.test('--help and the README table say what each typed row allows', async (t) => {
+  const help = helpText();
+  const table = optionsMarkdownTable();
+  for (const o of OPTIONS as readonly OptionSpec[]) {
+    const allowed = allowedText(o);
+    if (o.type === undefined || o.type === 'text') {
+      t.equal(allowed, '', `${o.env}: checked by its component, no generic range`);
+      continue;
+    }
+    t.ok(help.includes(`[${allowed}]`), `--help shows ${o.env}: [${allowed}]`);
+    t.ok(table.includes(`| ${allowed.replace(/\|/g, '\\|')} |`), `README table shows ${o.env}: ${allowed}`);
+  }
+  t.equal(allowedText(specOf('WORKER_THREADS')), 'integer 0..256 or auto');
+  t.equal(allowedText(specOf('KAFKA_FROM')), 'earliest | latest');
+  t.match(table, /\| `KAFKA_SASL_PASSWORD` \|.*secret: never logged/, 'secret rows say so');
+  t.match(help, /KAFKA_SASL_PASSWORD .*secret: never logged/, 'in --help too');
+});
+
+const SECRET = 'Zq7-s3cr3t';
+
+t.test('redactUrl: user info and password-like query parameters of any URL, case-insensitive', async (t) => {
+  t.equal(redactUrl(`postgres://app:${SECRET}@db:5432/x`), 'postgres://app:***@db:5432/x', 'the password, the user name kept');
+  t.equal(redactUrl(`https://${SECRET}@example.com/x`), 'https://***@example.com/x', 'a lone user name may be a token');
+  for (const p of ['password', 'PASSWORD', 'passwd', 'Pwd', 'token', 'access_token', 'secret', 'client_secret', 'sslkey', 'sslpassword', 'api_key']) {
+    const u = redactUrl(`postgres://db/x?sslmode=require&${p}=${SECRET}&application_name=ss`);
+    t.equal(u, `postgres://db/x?sslmode=require&${p}=***&application_name=ss`, `?${p}= is redacted, other parameters kept`);
+  }
+  t.equal(redactUrl(`postgres://app:${encodeURIComponent('p@ss/w:rd')}@db/x`), 'postgres://app:***@db/x', 'a percent-encoded password');
+  t.equal(redactUrl('postgres://app:se/cr@t@db/x'), 'postgres://app:***@db/x', 'an unencoded "/" and "@" in a password: everything up to the last "@"');
+  t.equal(redactUrl('stdout'), 'stdout', 'not a URL: unchanged');
+  t.equal(redactUrl('http://127.0.0.1:9464/metrics'), 'http://127.0.0.1:9464/metrics', 'no credentials: unchanged');
+  t.equal(redactSecrets(`connect failed: postgres://u:${SECRET}@h/d?password=${SECRET} (code 28P01)`), 'connect failed: postgres://u:***@h/d?password=*** (code 28P01)', 'URLs inside free text');
+  t.equal(redactSecrets(`auth failed for ${SECRET}`, [SECRET]), 'auth failed for ***', 'a known secret anywhere');
+  t.equal(redactSecrets(`x ${encodeURIComponent('p@ss/w:rd')} y`, ['p@ss/w:rd']), 'x *** y', 'and its percent-encoded form');
+});
+
+t.test('a ?password= in the SINK URL: not in the start-up log, and among the secrets every printed line is cleaned of', async (t) => {
+  const c = parseConfig({ SINK: `postgres://app@db:5432/stats?sslmode=require&password=${SECRET}` }, CPUS);
+  const logged = JSON.stringify(redactedConfig(c));
+  t.notMatch(logged, new RegExp(SECRET), 'the start-up log does not show it');
+  t.match(logged, /password=\*\*\*/, 'the parameter is there, its value redacted');
+  t.match(logged, /sslmode=require/, 'other parameters are shown');
+  t.ok(configSecrets(c).includes(SECRET), 'configSecrets has the value');
+  const summary = redactDeep({ sink: `postgres://app@db:5432/stats?sslmode=require&password=${SECRET}`, rows: 3 }, configSecrets(c));
+  t.same(summary, { sink: 'postgres://***@db:5432/stats?sslmode=require&password=***', rows: 3 }, 'redactDeep cleans a summary-shaped object (a lone user name too)');
+});
+
+t.test('config errors never quote a secret value', async (t) => {
+  // An unencoded "/" in the password makes the URL unparsable; the old fallback then echoed it whole.
+  for (const sink of [`postgres://app:se/${SECRET}@db:5432/x`, `postgres://app:${SECRET}@db:99999999/x`, `mysql://app:${SECRET}@db/x`, `postgres://app:a/b@c@db:99999/x?password=${SECRET}`]) {
+    let err: unknown;
+    try {
+      parseConfig({ SINK: sink }, CPUS);
+    } catch (e) {
+      err = e;
+    }
+    t.ok(err instanceof ConfigError && err.variable === 'SINK', `${sink.slice(0, 12)}…: a SINK config error`);
+    t.notMatch((err as Error).message, new RegExp(SECRET), 'the message does not contain the password');
+    t.match((err as Error).message, /^SINK="[a-z]+:\/\/app:\*\*\*@/, 'the value is shown with its credentials as ***');
+  }
+  // A row marked secret: the value is never quoted, whatever the check that fails.
+  t.equal(showValue('KAFKA_SASL_PASSWORD', SECRET), '[redacted]');
+  t.equal(showValue('KAFKA_SSL_KEY', '/etc/tls/key.pem'), '/etc/tls/key.pem', 'a key file: its path may be shown, not its contents');
+  t.equal(showValue('KAFKA_TOPICS', 'a b'), 'a b', 'rows not marked secret are quoted as written');
+  for (const o of OPTIONS as readonly OptionSpec[]) {
+    if (o.secret?.kind === 'value') t.equal(showValue(o.env, SECRET), '[redacted]', `${o.env}: never quoted`);
+  }
+});
+
+t.test('a TLS key: its contents are redacted in the start-up log and are a secret of the config', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const key = `-----BEGIN PRIVATE KEY-----\n${SECRET}\n-----END PRIVATE KEY-----\n`;
+  writeFileSync(join(dir, 'key.pem'), key);
+  writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+  const c = parseConfig({ SOURCE: 'kafka', KAFKA_TOPICS: 'm', KAFKA_SSL: 'true', KAFKA_SSL_KEY: join(dir, 'key.pem'), KAFKA_SSL_CA: join(dir, 'ca.pem') }, CPUS);
+  t.equal(c.kafka.ssl?.key, key, 'the client gets the key');
+  const logged = redactedConfig(c) as { kafka: { ssl: { key: string; ca: string } } };
+  t.equal(logged.kafka.ssl.key, '[redacted]');
+  t.equal(logged.kafka.ssl.ca, '[pem]', 'a CA bundle is shortened (bulky, not secret)');
+  t.ok(configSecrets(c).includes(key), 'the key contents are a secret');
+});
+
+t.test('a mistyped flag is reported by name only, in either form', async (t) => {
+  for (const argv of [[`--kafka-sasl-pasword=${SECRET}`], ['--kafka-sasl-pasword', SECRET], ['--worker-threads', '2', `--sink-pasword=${SECRET}`]]) {
+    let err: unknown;
+    try {
+      argvToEnv(argv, {});
+    } catch (e) {
+      err = e;
+    }
+    t.ok(err instanceof ConfigError, `${argv.join(' ').replace(SECRET, 'SECRET')}: a ConfigError`);
+    t.notMatch((err as Error).message, new RegExp(SECRET), 'without the value');
+    t.match((err as Error).message, /^argument="--[a-z-]+pasword" /, 'naming the flag');
+  }
 });

@@ -12,7 +12,7 @@ import { MAX_TIMESTAMP_MS, eventTimeLimit } from '../../src/core/record.js';
 import { identityJsonBytes, identityOverLimit, parseSeriesKey, seriesKey } from '../../src/core/series.js';
 import { decoderSettings } from '../../src/pipeline.js';
 import { generatePoints } from '../../src/sources/generator.js';
-import { pack, settings } from '../fixtures/gen.js';
+import { Rng, pack, settings } from '../fixtures/gen.js';
 import { runPipeline } from '../fixtures/harness.js';
 
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -79,12 +79,9 @@ function xapi(over: Record<string, unknown> = {}): Record<string, unknown> {
 
 /** Random printable BMP text (mostly 3-byte UTF-8), n code units. */
 function randomText(n: number, seed = 1): string {
-  let x = seed;
+  const rng = new Rng(seed);
   let s = '';
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) % 2 ** 31;
-    s += String.fromCharCode(0x4e00 + (x % 0x5000));
-  }
+  for (let i = 0; i < n; i++) s += String.fromCharCode(0x4e00 + rng.below(0x5000));
   return s;
 }
 

@@ -4,7 +4,7 @@ import t from 'tap';
 import { seriesKey } from '../../src/core/series.js';
 import { addSample, emptyMoments } from '../../src/core/stats.js';
 import { Sketch } from '../../src/core/sketch.js';
-import { rowIdentityKey } from '../../src/sinks/kafka.js';
+import { rowIdentityKey } from '../../src/sinks/kafka/index.js';
 import { RowFormatter } from '../../src/windows/row.js';
 import { Rng } from '../fixtures/gen.js';
 

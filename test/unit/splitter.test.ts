@@ -1,30 +1,11 @@
 import t from 'tap';
 import { JsonSplitter } from '../../src/sources/splitter.js';
+import { Rng } from '../fixtures/gen.js';
 
 /** The subtest type (the last overload of t.test takes just the callback). */
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
 const BIG = 1 << 30;
-
-/** Small deterministic PRNG (mulberry32). */
-class Prng {
-  #s: number;
-  constructor(seed: number) {
-    this.#s = seed >>> 0;
-  }
-  next(): number {
-    let x = (this.#s = (this.#s + 0x6d2b79f5) >>> 0);
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n);
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!;
-  }
-}
 
 /** Bytes as a latin1 string: one char per byte, so comparisons are byte-exact and diffs readable. */
 const bytes = (b: Buffer | string): string => (typeof b === 'string' ? Buffer.from(b, 'utf8') : b).toString('latin1');
@@ -80,11 +61,11 @@ function checkAllSplits(t: TapTest, input: Buffer | string, expected: ReadonlyAr
   for (const c of ones) withEmpties.push(c, Buffer.alloc(0));
   t.same(run(withEmpties, maxBytes), exp, '1-byte chunks with empty chunks interleaved');
 
-  const rng = new Prng(seed);
+  const rng = new Rng(seed);
   let badRandom: { cuts: number[]; got: string[] } | null = null;
   for (let r = 0; r < 200; r++) {
-    const k = 1 + rng.int(Math.min(12, Math.max(1, n)));
-    const cuts = Array.from({ length: k }, () => rng.int(n + 1)).sort((a, b) => a - b);
+    const k = 1 + rng.below(Math.min(12, Math.max(1, n)));
+    const cuts = Array.from({ length: k }, () => rng.below(n + 1)).sort((a, b) => a - b);
     const got = run(fresh(cutAt(buf, cuts)), maxBytes);
     if (badRandom === null && JSON.stringify(got) !== JSON.stringify(exp)) badRandom = { cuts, got };
   }
@@ -112,22 +93,22 @@ const NASTY = [
   'a,b', '[1,2]', '{"a":1}', '}]', '],', '\\u0041', '/', "'",
 ];
 
-function randString(rng: Prng): string {
+function randString(rng: Rng): string {
   const parts: string[] = [];
-  const k = rng.int(6);
-  for (let i = 0; i < k; i++) parts.push(rng.next() < 0.6 ? rng.pick(NASTY) : String.fromCharCode(97 + rng.int(26)));
+  const k = rng.below(6);
+  for (let i = 0; i < k; i++) parts.push(rng.next() < 0.6 ? rng.pick(NASTY) : String.fromCharCode(97 + rng.below(26)));
   // Often end a string with a backslash or an (escaped) quote: the classic boundary mistakes.
-  const tail = rng.int(4);
+  const tail = rng.below(4);
   if (tail === 0) parts.push('\\');
   else if (tail === 1) parts.push('\\\\');
   else if (tail === 2) parts.push('"');
   return parts.join('');
 }
 
-function randValue(rng: Prng, depth: number): unknown {
-  const r = rng.int(depth > 3 ? 6 : 9);
+function randValue(rng: Rng, depth: number): unknown {
+  const r = rng.below(depth > 3 ? 6 : 9);
   switch (r) {
-    case 0: return rng.int(2000) - 1000;
+    case 0: return rng.below(2000) - 1000;
     case 1: return rng.next() * 1e6;
     case 2: return rng.pick([true, false, null]);
     case 3:
@@ -136,12 +117,12 @@ function randValue(rng: Prng, depth: number): unknown {
     case 6:
     case 7: {
       const o: Record<string, unknown> = {};
-      const k = rng.int(4);
+      const k = rng.below(4);
       for (let i = 0; i < k; i++) o[randString(rng)] = randValue(rng, depth + 1);
       return o;
     }
     default: {
-      const k = rng.int(4);
+      const k = rng.below(4);
       return Array.from({ length: k }, () => randValue(rng, depth + 1));
     }
   }
@@ -150,7 +131,7 @@ function randValue(rng: Prng, depth: number): unknown {
 const WS = ['', ' ', '  ', '\n', '\r\n', '\t', ' \n\t '];
 
 /** A top-level array of the elements with random whitespace around every element and comma. */
-function arrayText(rng: Prng, elems: readonly string[]): string {
+function arrayText(rng: Rng, elems: readonly string[]): string {
   let s = '[' + rng.pick(WS);
   elems.forEach((e, i) => {
     if (i > 0) s += rng.pick(WS) + ',' + rng.pick(WS);
@@ -204,7 +185,7 @@ t.test('NDJSON: brackets, braces and commas in lines are not structure', async (
 });
 
 t.test('NDJSON generated: messages equal JSON.stringify of each record', async (t) => {
-  const rng = new Prng(7);
+  const rng = new Rng(7);
   const recs = Array.from({ length: 40 }, () => ({ k: randString(rng), v: randValue(rng, 0) }));
   const lines = recs.map((r) => JSON.stringify(r));
   const input = lines.map((l) => rng.pick(['', ' ', '\t']) + l + rng.pick(['', ' ', '\r'])).join('\n') + rng.pick(['', '\n']);
@@ -277,7 +258,7 @@ t.test('array: trailing comma and empty slots produce no empty messages', async 
 
 t.test('array generated: every message equals JSON.stringify of its element', async (t) => {
   for (let seed = 1; seed <= 6; seed++) {
-    const rng = new Prng(seed * 101);
+    const rng = new Rng(seed * 101);
     const values = Array.from({ length: 25 }, () => randValue(rng, 0));
     const elems = values.map((v) => JSON.stringify(v));
     const input = rng.pick(WS) + arrayText(rng, elems) + rng.pick(WS);
@@ -288,18 +269,18 @@ t.test('array generated: every message equals JSON.stringify of its element', as
 
 t.test('generated mixed documents (arrays back to back, then NDJSON)', async (t) => {
   for (let seed = 1; seed <= 10; seed++) {
-    const rng = new Prng(seed * 7919);
+    const rng = new Rng(seed * 7919);
     let input = '';
     const expected: string[] = [];
-    const arrays = 1 + rng.int(3);
+    const arrays = 1 + rng.below(3);
     for (let a = 0; a < arrays; a++) {
-      const elems = Array.from({ length: rng.int(6) }, () => JSON.stringify(randValue(rng, 0)));
+      const elems = Array.from({ length: rng.below(6) }, () => JSON.stringify(randValue(rng, 0)));
       input += arrayText(rng, elems) + rng.pick(WS);
       expected.push(...elems);
     }
     if (rng.next() < 0.7) {
       input += '\n';
-      const lines = Array.from({ length: 1 + rng.int(5) }, () => JSON.stringify({ v: randValue(rng, 0) }));
+      const lines = Array.from({ length: 1 + rng.below(5) }, () => JSON.stringify({ v: randValue(rng, 0) }));
       input += lines.join(rng.pick(['\n', '\r\n', '\n\n'])) + rng.pick(['', '\n']);
       expected.push(...lines);
     }
@@ -349,7 +330,7 @@ t.test('array: the structure inside the skipped part of an oversized element is 
 });
 
 t.test('array: many oversized elements in random chunking (generated)', async (t) => {
-  const rng = new Prng(4242);
+  const rng = new Rng(4242);
   const maxBytes = 24;
   const values = Array.from({ length: 40 }, () => randValue(rng, 0));
   // Only elements whose cut does not end in whitespace here (that case is the separate regression test below).

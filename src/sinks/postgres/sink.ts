@@ -4,10 +4,11 @@
 // in JS first, and by bisection under savepoints for whatever the checks did not foresee.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { CommitPoint } from '../../commit/types.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
+import { retry } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
-import { WRITTEN_ALL, type PartitionPositions, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
@@ -54,9 +55,10 @@ export function isTransient(err: unknown): boolean {
   return code === '40P01' || code === '40001' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
 }
 
-export class PostgresSink implements Sink {
+export class PostgresSink implements Sink, PositionStore {
   readonly describe: string;
-  readonly ownsPositions = true;
+  /** Commit points live in the positions table, written in the rows' transaction. */
+  readonly positions: PositionStore = this;
   readonly #pool: pg.Pool;
   readonly #groupId: string;
   readonly #logger: Logger | undefined;
@@ -72,7 +74,7 @@ export class PostgresSink implements Sink {
 
   static async open(url: string, opts: { groupId: string; logger: Logger }): Promise<PostgresSink> {
     const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
-    pool.on('error', (err) => opts.logger.warn({ err: err.message }, 'postgres: idle client error'));
+    pool.on('error', (err) => opts.logger.warn({ err }, 'postgres: idle client error'));
     let client: pg.PoolClient;
     try {
       client = await pool.connect();
@@ -95,16 +97,13 @@ export class PostgresSink implements Sink {
     // A deadlock or serialization failure (two owners of a partition during a rebalance writing the
     // same new series) or a dropped connection says nothing about the rows: the transaction is retried,
     // a bounded number of times with jittered back-off, before the error counts as fatal.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#writeOnce(batch, commit);
-      } catch (err) {
-        const cause = (err as { cause?: unknown }).cause;
-        if (attempt >= WRITE_ATTEMPTS || !isTransient(cause)) throw err;
-        this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction');
-        await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt) * (0.5 + Math.random())));
-      }
-    }
+    return retry(() => this.#writeOnce(batch, commit), {
+      attempts: WRITE_ATTEMPTS,
+      baseDelayMs: 100,
+      maxDelayMs: 2000,
+      retriable: (err) => isTransient((err as { cause?: unknown }).cause),
+      onRetry: (err, attempt) => this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction'),
+    });
   }
 
   async #writeOnce(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
@@ -238,7 +237,7 @@ export class PostgresSink implements Sink {
     await client.query(SAVE_POSITION, [this.#groupId, c.topic, c.partition, p.position, Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, p.appliedEnd]);
   }
 
-  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, PartitionPositions>> {
+  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
     const { rows } = await this.#pool.query<{ partition: number; next_offset: string; watermark_ms: number; applied_end: string }>(
       `SELECT partition, next_offset, watermark_ms, applied_end FROM ${TABLES.positions} WHERE group_id = $1 AND topic = $2 AND partition = ANY($3::int[])`,
       [this.#groupId, topic, partitions],

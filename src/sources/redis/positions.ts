@@ -2,11 +2,10 @@
 // positions (PostgreSQL: written in the rows' transaction, keyed (topic = stream key, partition =
 // the consumer's slot)) the sink is the truth; otherwise a hash in Redis holds each lane's last
 // commit point, written before the entries below it are acknowledged.
-import type { CommitPoint } from '../../commit/types.js';
-import type { PartitionPositions, Sink } from '../../sinks/types.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { num, text, type RedisConn } from './client.js';
 
-export type PositionStore = Pick<Sink, 'readPositions'>;
+export type { PositionStore } from '../../commit/types.js';
 
 export interface LaneKey {
   readonly stream: string;
@@ -27,8 +26,8 @@ export function keys(groupId: string) {
 
 const field = (l: LaneKey) => `${l.stream}\n${l.consumer}`;
 
-export async function readPosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined): Promise<PartitionPositions | null> {
-  if (sink?.readPositions !== undefined) {
+export async function readPosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined): Promise<CommitPoint | null> {
+  if (sink !== undefined) {
     const stored = await sink.readPositions(lane.stream, [lane.slot]);
     return stored.get(lane.slot) ?? null;
   }
@@ -47,7 +46,7 @@ export async function readPosition(redis: RedisConn, groupId: string, lane: Lane
 
 /** Stores a lane's point unless the sink already did (in its own transaction). */
 export async function writePosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined, p: CommitPoint): Promise<void> {
-  if (sink?.readPositions !== undefined) return;
+  if (sink !== undefined) return;
   const meta = { v: 1, position: p.position, wm: Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, hi: p.appliedEnd };
   await redis.send(['HSET', keys(groupId).commits, field(lane), JSON.stringify(meta)]);
 }

@@ -6,9 +6,9 @@
 // Acknowledgement only below the lane's safe commit point, exactly like Kafka offsets.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine.js';
+import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import type { DeadLetter, DeadLetterEntry } from '../../sinks/dead-letter.js';
+import type { DeadLetter, DeadLetterEntry } from '../../sinks/types.js';
 import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
@@ -72,12 +72,6 @@ export class RedisSource {
 
   get ready(): boolean {
     return this.#ready && this.#fatal === null;
-  }
-
-  /** Row identity of a lane: topic = stream key, partition = the consumer's slot. */
-  identity(id: number): { topic: string; partition: number } | undefined {
-    const l = this.#lanes.get(id);
-    return l === undefined ? undefined : { topic: l.stream, partition: l.slot };
   }
 
   stop(): void {
@@ -166,7 +160,8 @@ export class RedisSource {
     const { engine, logger, redis } = this.#o;
     const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
     const id = this.#nextId++;
-    engine.openPartition(id, stored === null ? {} : { watermarkMs: stored.watermarkMs, replayBefore: stored.appliedEnd });
+    const identity = { topic: key.stream, partition: key.slot };
+    engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
     const lane: Lane = { ...key, id, own, cursor: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');

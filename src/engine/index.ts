@@ -1,0 +1,358 @@
+// The engine: batches in, statistics rows and dead letters out.
+// submit() waits for room (backpressure: batches pending in the engine, then the pool's in-flight
+// bound), dispatches the batch, and chains its application per partition, so partials reach windows,
+// watermark and commit point in the order the source gave them even though workers finish out of order.
+import { Gate } from '../async/index.js';
+import { messageCount, type Batch } from '../core/batch.js';
+import type { RejectReason } from '../core/messages.js';
+import type { CommitPoint, PartitionInit } from '../commit/types.js';
+import type { BatchOutcome } from '../pool/index.js';
+import type { SourceBatch } from '../sources/types.js';
+import type { RowRejection } from '../sinks/types.js';
+import { RowFormatter, type StatsRow } from '../windows/row.js';
+import { SeriesBudget, type ClosedCell } from '../windows/store.js';
+import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
+import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
+import type { EngineOptions, EngineTotals } from './types.js';
+
+export type { EngineOptions, EngineTotals } from './types.js';
+
+export class Engine {
+  readonly #o: EngineOptions;
+  readonly #store: StoreSettings;
+  readonly #rows: RowFormatter;
+  readonly #letters: DeadLetterBuilder;
+  readonly #partitions = new Map<number, PartitionState>();
+  #fatal: Error | null = null;
+  /** Batches submitted and not yet applied: bounded too, so a slow sink stalls the source, not memory. */
+  readonly #pending: Gate;
+  readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0, replayed: 0 };
+
+  constructor(opts: EngineOptions) {
+    this.#o = opts;
+    const windowMs = opts.windowSeconds * 1000;
+    this.#store = {
+      windowMs,
+      latenessMs: opts.allowedLatenessSeconds * 1000,
+      budget: new SeriesBudget(opts.maxSeries),
+      confirmRecords: opts.watermarkConfirmRecords,
+      sketchAccuracy: (opts.percentiles?.length ?? 0) > 0 ? (opts.percentileAccuracy ?? 0.01) : 0,
+    };
+    this.#rows = new RowFormatter(windowMs, opts.maxSeries, opts.percentiles ?? []);
+    this.#letters = new DeadLetterBuilder({ ...opts, windowMs });
+    this.#pending = new Gate(2 * opts.pool.stats.maxInFlight);
+  }
+
+  /** Starts (or restarts) a partition's state, e.g. on assignment with its identity and restored commit point. */
+  openPartition(p: number, init: PartitionInit): void {
+    this.#open(p, init);
+  }
+
+  #open(p: number, init: PartitionInit): PartitionState {
+    if (this.#partitions.has(p)) void this.dropPartition(p);
+    const s = newPartition(p, init, this.#store);
+    this.#partitions.set(p, s);
+    return s;
+  }
+
+  /**
+   * Forgets a partition (revoked, or rebuilt after a rebalance): batches in flight for it are not
+   * applied, its open windows are discarded (the next owner rebuilds them from the committed position).
+   */
+  dropPartition(p: number): Promise<void> {
+    const s = this.#partitions.get(p);
+    if (s === undefined) return Promise.resolve();
+    s.dropped = true;
+    s.store.takeAll();
+    this.#partitions.delete(p);
+    this.#updateGauges();
+    // Resolves once an apply already under way and every write it started have finished.
+    return s.chain.then(() => s.writes).catch(() => {});
+  }
+
+  /** What a commit may name for this partition now; null before any positioned batch was applied. */
+  commitPoint(p: number): CommitPoint | null {
+    return this.#partitions.get(p)?.point ?? null;
+  }
+
+  /** Position after the last applied batch. */
+  appliedEnd(p: number): number | null {
+    return this.#partitions.get(p)?.store.appliedEnd ?? null;
+  }
+
+  /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */
+  pendingAgeSeconds(p: number, nowMs: number): number | null {
+    const ts = this.#partitions.get(p)?.unappliedTimestamps[0];
+    return ts === undefined ? null : Math.max(0, (nowMs - ts) / 1000);
+  }
+
+  lastAppliedTimestampMs(p: number): number | null {
+    return this.#partitions.get(p)?.lastAppliedTimestampMs ?? null;
+  }
+
+  /** Wall-clock ms of the last batch submitted for the partition. */
+  lastActivityMs(p: number): number | null {
+    return this.#partitions.get(p)?.lastActivityMs ?? null;
+  }
+
+  /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
+  async submit(b: SourceBatch): Promise<void> {
+    if (this.#fatal !== null) throw this.#fatal;
+    const { pool, metrics } = this.#o;
+    if (pool.full || !this.#pending.free) metrics.poolBackpressure.inc();
+    await this.#pending.acquire();
+    if (this.#fatal !== null) {
+      this.#pending.release();
+      throw this.#fatal;
+    }
+    try {
+      await pool.acquire();
+    } catch (err) {
+      this.#pending.release();
+      throw err;
+    }
+    const known = this.#partitions.get(b.partition);
+    if (known === undefined && !this.#o.autoOpenPartitions) {
+      // Revoked while this batch waited for capacity: nothing to apply it to.
+      pool.release();
+      this.#pending.release();
+      return;
+    }
+    const state = known ?? this.#open(b.partition, {});
+    const batch: Batch = { ...b, seq: state.nextSeq++ };
+    state.lastActivityMs = Date.now();
+    if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
+    const n = messageCount(batch);
+    metrics.messages.inc(n);
+    metrics.batchMessages.observe(n);
+    metrics.batchBytes.observe(batch.data.length);
+    this.totals.messages += n;
+    this.totals.batches++;
+    const nowMs = Date.now();
+    const outcome = pool.run(batch, nowMs);
+    state.chain = state.chain.then(async () => {
+      try {
+        const result = await outcome;
+        if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
+        if (this.#fatal === null && !state.dropped) await this.#apply(state, batch, result, nowMs);
+      } catch (err) {
+        this.#fail(err);
+      } finally {
+        this.#pending.release();
+      }
+    });
+  }
+
+  /** The first error the engine cannot get past: logged once, reported once, then every submit throws. */
+  #fail(err: unknown): void {
+    if (this.#fatal !== null) return;
+    this.#fatal = err instanceof Error ? err : new Error(String(err));
+    this.#o.logger.error({ err: this.#fatal }, `engine stopped: ${this.#fatal.message}`);
+    this.#o.onFatal?.(this.#fatal);
+  }
+
+  /** Resolves when every submitted batch has been applied. */
+  async drain(): Promise<void> {
+    let before: Array<Promise<void>>;
+    do {
+      before = [...this.#partitions.values()].map((s) => s.chain);
+      await Promise.all(before);
+      await Promise.all([...this.#partitions.values()].map((s) => s.writes));
+    } while ([...this.#partitions.values()].some((s, i) => s.chain !== before[i]));
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  /** End of a finite input (or shutdown of one): close every window and emit it. */
+  async closeAll(): Promise<void> {
+    await this.drain();
+    for (const s of this.#partitions.values()) await this.#emit(s, s.store.takeAll(), true);
+    await this.drain();
+    this.#updateGauges();
+  }
+
+  /**
+   * An idle partition lets its watermark follow the wall clock (minus the allowed lateness), so its
+   * windows still close. Runs in the partition's order, after what was submitted before.
+   */
+  async advanceIdle(p: number, wallMs: number): Promise<void> {
+    const s = this.#partitions.get(p);
+    if (s === undefined) return;
+    s.chain = s.chain.then(async () => {
+      if (s.dropped || this.#fatal !== null) return;
+      try {
+        s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
+        this.#setWatermarkGauge(s);
+        await this.#emit(s, s.store.takeClosed());
+        this.#updateGauges();
+      } catch (err) {
+        this.#fail(err);
+      }
+    });
+    await s.chain;
+  }
+
+  #setWatermarkGauge(s: PartitionState): void {
+    const id = s.identity;
+    const label = id === undefined ? String(s.id) : `${id.topic}/${id.partition}`;
+    this.#o.metrics.watermark.set({ partition: label }, Number.isFinite(s.store.watermark) ? s.store.watermark / 1000 : 0);
+  }
+
+  #origin(state: PartitionState, batch: Batch): BatchOrigin {
+    return { batch, identity: state.identity, replay: (msg) => this.#replayed(state, batch, msg) };
+  }
+
+  async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
+    const { metrics, deadLetter } = this.#o;
+    if (outcome.kind === 'poisoned' && messageCount(batch) > 1) {
+      await this.#bisect(state, batch, nowMs);
+      return;
+    }
+    const origin = this.#origin(state, batch);
+    if (outcome.kind === 'poisoned') {
+      const n = messageCount(batch);
+      metrics.poisonedBatches.inc();
+      this.totals.poisonedBatches++;
+      this.#count('poisoned_batch', n);
+      this.totals.records += n;
+      await deadLetter.write(this.#letters.poisoned(origin, outcome.reason));
+      return;
+    }
+    const r = outcome.result;
+    metrics.decodeSeconds.observe(r.decodeSeconds);
+    metrics.taskRunSeconds.observe(outcome.runSeconds);
+    metrics.taskWaitSeconds.observe(outcome.waitSeconds);
+    this.totals.decodeSeconds += r.decodeSeconds;
+    this.totals.records += r.records;
+    if (r.rejects.length > 0) await deadLetter.write(this.#letters.rejects(origin, r.rejects, (reason, n) => this.#count(reason, n)));
+    const store = state.store;
+    const watermarkBefore = store.watermark;
+    const positions = batch.startPosition !== undefined && batch.endPosition !== undefined
+      ? { start: batch.startPosition, end: batch.endPosition }
+      : undefined;
+    const applied = store.apply(r, positions);
+    if (batch.lastTimestampMs !== undefined) state.lastAppliedTimestampMs = batch.lastTimestampMs;
+    this.totals.ok += applied.accepted;
+    metrics.records.inc({ result: 'ok' }, applied.accepted);
+    if (applied.late.length > 0 || applied.overLimit.length > 0) {
+      const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
+      let expected = 0;
+      for (const c of applied.late) expected += c.count;
+      for (const c of applied.overLimit) expected += c.count;
+      if (found !== expected) {
+        // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
+        this.#o.logger.error({ expected, found }, 're-decode of late/over-limit records disagrees with the worker');
+      }
+      for (const e of entries) this.#count(e.reason, 1);
+      await deadLetter.write(entries);
+    }
+    this.#setWatermarkGauge(state);
+    await this.#emit(state, store.takeClosed());
+    this.#updateGauges();
+  }
+
+  /**
+   * A batch that crashed its worker (or ran it out of memory) twice: decoded again in halves, and each
+   * half that fails again in halves, until the poison messages stand alone. Only those are
+   * dead-lettered (poisoned_batch); every other record is applied, in the batch's order. At most
+   * 2 x log2(messages) runs per poison message.
+   */
+  async #bisect(state: PartitionState, batch: Batch, nowMs: number): Promise<void> {
+    const n = messageCount(batch);
+    const mid = Math.floor(n / 2);
+    this.#o.logger.warn({ partition: batch.partition, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
+    for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
+      const part = subBatch(batch, lo, hi);
+      if (this.#fatal !== null || state.dropped) return;
+      await this.#o.pool.acquire();
+      const outcome = await this.#o.pool.run(part, nowMs);
+      await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
+    }
+  }
+
+  /** A message already processed before a restart: skipped and counted, never dead-lettered twice. */
+  #replayed(state: PartitionState, batch: Batch, msg: number): boolean {
+    if (!isReplay(state, batch, msg)) return false;
+    this.totals.replayed++;
+    this.#o.metrics.replayed.inc();
+    return true;
+  }
+
+  #count(reason: RejectReason, n: number): void {
+    this.#o.metrics.records.inc({ result: reason }, n);
+    this.totals.rejected[reason] = (this.totals.rejected[reason] ?? 0) + n;
+  }
+
+  /**
+   * Hands closed windows to the sink. With a partitioned source, the partition's commit point after
+   * this emission goes along, so a sink that stores points writes both in one transaction; the point
+   * becomes the partition's commit point only once the write (and every earlier one) settled. A
+   * pipelined sink gets the next emission while this one is in flight (bounded per partition).
+   * `closing` (end of a finite input): the last emission, awaited, with no point.
+   */
+  async #emit(state: PartitionState, cells: readonly ClosedCell[], closing = false): Promise<void> {
+    const point = closing ? null : pointNow(state);
+    if (cells.length === 0) {
+      if (point !== null) {
+        if (state.writesInFlight === 0) state.point = point;
+        else state.writes = state.writes.then(() => this.#advancePoint(state, point));
+      }
+      return;
+    }
+    const ident = state.identity;
+    const batch = this.#rows.format(cells, ident);
+    const { metrics, sink } = this.#o;
+    const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
+    const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined);
+    const settle = async (): Promise<void> => {
+      const result = await written;
+      end();
+      await this.#deadLetterRows(state, batch.rows, result.rejected);
+      metrics.windowsEmitted.inc(cells.length - result.rejected.length);
+      this.totals.rows += cells.length - result.rejected.length;
+      if (point !== null) this.#advancePoint(state, point);
+    };
+    if (sink.pipelined !== true || closing) {
+      await settle();
+      return;
+    }
+    const prev = state.writes;
+    state.writesInFlight++;
+    metrics.sinkWritesInFlight.inc();
+    // Settled in call order, so commit points only move forward; a failed write stops the engine.
+    state.writes = prev.then(settle).catch((err: unknown) => this.#fail(err)).finally(() => {
+      state.writesInFlight--;
+      metrics.sinkWritesInFlight.dec();
+    });
+    if (state.writesInFlight >= (this.#o.maxWritesInFlight ?? 16)) await state.writes;
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  #advancePoint(state: PartitionState, point: CommitPoint): void {
+    if (this.#fatal === null) state.point = point;
+  }
+
+  /**
+   * Rows a sink refused for a reason of the row become dead letters, and their records move from ok
+   * to sink_rejected, so that ok + rejected still equals the input.
+   */
+  async #deadLetterRows(state: PartitionState, rows: readonly StatsRow[], rejected: readonly RowRejection[]): Promise<void> {
+    if (rejected.length === 0) return;
+    const { entries, records } = this.#letters.rows(state.id, state.identity, rows, rejected, this.#o.sink.describe);
+    this.#o.metrics.sinkRejectedRows.inc(entries.length);
+    this.#o.logger.warn({ rows: entries.length, records, first: entries[0]?.detail }, 'sink refused rows; dead-lettered as sink_rejected');
+    this.totals.ok -= records;
+    this.#count('sink_rejected', records);
+    await this.#o.deadLetter.write(entries);
+  }
+
+  #updateGauges(): void {
+    let series = 0;
+    let windows = 0;
+    for (const s of this.#partitions.values()) {
+      series += s.store.openSeries;
+      windows += s.store.openWindows;
+    }
+    this.#o.metrics.openSeries.set(series);
+    this.#o.metrics.openWindows.set(windows);
+  }
+}

@@ -1,0 +1,48 @@
+// The engine's options and counters.
+import type { Logger } from 'pino';
+import type { Decoder } from '../core/decode.js';
+import type { RejectReason } from '../core/messages.js';
+import type { Metrics } from '../metrics/index.js';
+import type { DecodePool } from '../pool/index.js';
+import type { DeadLetter, Sink } from '../sinks/types.js';
+
+export interface EngineOptions {
+  readonly pool: DecodePool;
+  readonly sink: Sink;
+  readonly deadLetter: DeadLetter;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly sourceName: string;
+  readonly windowSeconds: number;
+  readonly allowedLatenessSeconds: number;
+  /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
+  readonly watermarkConfirmRecords?: number;
+  readonly maxSeries: number;
+  readonly decoder: Decoder;
+  /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
+  readonly percentiles?: readonly number[];
+  readonly percentileAccuracy?: number;
+  /**
+   * Embedded sources get a partition state on first use; a partitioned source (Kafka) opens partitions
+   * itself on assignment, with their identity and restored commit point, and batches for a partition
+   * it dropped (revoked) are ignored.
+   */
+  readonly autoOpenPartitions: boolean;
+  /** Called once, when the engine cannot go on (an output failed): the pipeline stops and exits non-zero. */
+  readonly onFatal?: (err: Error) => void;
+  /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
+  readonly maxWritesInFlight?: number;
+}
+
+export interface EngineTotals {
+  messages: number;
+  records: number;
+  ok: number;
+  rejected: Partial<Record<RejectReason, number>>;
+  rows: number;
+  batches: number;
+  decodeSeconds: number;
+  poisonedBatches: number;
+  /** Records skipped on a replay because their window was already emitted (or they were already dead-lettered). */
+  replayed: number;
+}

@@ -1,0 +1,134 @@
+// Kafka statistics sink: one JSON message per row, keyed by the row's identity (./messages.ts), sent
+// through one lane and producer per input partition (./lanes.ts).
+//
+// Rows no topic can take never reach the broker: a row over the topic's max.message.bytes (read from
+// the broker) is returned as rejected. When the broker still refuses records (MESSAGE_TOO_LARGE: the
+// limit was lowered meanwhile), the limit is read again, the rows over it are rejected and the rest
+// retried once with a fresh producer (src/kafka/refusals.ts).
+//
+// Two modes:
+// - at-least-once (default): one idempotent producer per lane, acks=-1; write() resolves once
+//   acknowledged (./writes.ts).
+// - exactly-once: the queued writes of an input partition run as one transaction with the input
+//   offset (./transactions.ts); readPositions() claims the input partitions before reading the
+//   group's committed offsets back (./positions.ts).
+import type { Kafka } from 'kafkajs';
+import { StreamstatsError } from '../../errors.js';
+import { kafkaClient, LazyAdmin } from '../../kafka/client.js';
+import { compressionCode } from '../../kafka/compression.js';
+import { JavaCompatiblePartitioner } from '../../kafka/partitioner.js';
+import { disconnectTimeoutMs, ProducerSet } from '../../kafka/producer.js';
+import { TopicLimits } from '../../kafka/topics.js';
+import type { RowBatch } from '../../windows/row.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
+import { WRITTEN_ALL, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
+import { Lanes } from './lanes.js';
+import { encodeRows } from './messages.js';
+import { KAFKA_SINK_DEFAULTS, validateKafkaSinkOptions, type KafkaSinkOptions } from './options.js';
+import { readPositions } from './positions.js';
+import { transactionalId, writeTransaction } from './transactions.js';
+import { writeIdempotent, type GroupWriteContext } from './writes.js';
+
+export class KafkaSink implements Sink {
+  readonly describe: string;
+  /** In exactly-once mode the committed offsets travel in the sink's transactions: readPositions() reads them back. */
+  readonly positions: PositionStore | undefined;
+  readonly pipelined = true;
+  readonly #o: KafkaSinkOptions;
+  readonly #admin: LazyAdmin;
+  readonly #limits: TopicLimits;
+  #limitReread = false;
+  readonly #producers: ProducerSet;
+  readonly #context: GroupWriteContext;
+  readonly #lanes: Lanes;
+  #closing: Promise<void> | null = null;
+
+  constructor(opts: KafkaSinkOptions) {
+    validateKafkaSinkOptions(opts);
+    this.#o = opts;
+    const kafka = kafkaClient(opts.kafka, opts.logger);
+    this.#admin = new LazyAdmin(kafka);
+    this.#limits = new TopicLimits({ topic: opts.topic, admin: () => this.#admin.get(), logger: opts.logger, withPartitions: true });
+    this.positions = opts.exactlyOnce ? this : undefined;
+    this.describe = `kafka:${opts.topic}${opts.exactlyOnce ? ' (exactly-once)' : ''}`;
+    this.#producers = new ProducerSet(kafka, opts.logger, producerFactory(opts));
+    this.#context = {
+      topic: opts.topic,
+      groupId: opts.groupId,
+      codec: compressionCode(opts.compression ?? KAFKA_SINK_DEFAULTS.compression),
+      maxRequestBytes: opts.maxRequestBytes ?? KAFKA_SINK_DEFAULTS.maxRequestBytes,
+      producers: this.#producers,
+      limits: this.#limits,
+      logger: opts.logger,
+    };
+    const write = opts.exactlyOnce ? writeTransaction : writeIdempotent;
+    this.#lanes = new Lanes(
+      opts.maxTransactionBytes ?? KAFKA_SINK_DEFAULTS.maxTransactionBytes,
+      (id, group) => write(this.#context, id, group),
+      () => this.#afterGroup(),
+    );
+  }
+
+  /** The transactional id for an input partition (exactly-once). */
+  transactionalId(topic: string, partition: number): string {
+    return transactionalId(this.#o.groupId, topic, partition);
+  }
+
+  async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
+    if (batch.rows.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return WRITTEN_ALL;
+    if (this.#closing !== null) throw new StreamstatsError('STREAMSTATS_SINK', `kafka: write to ${this.#o.topic} after close()`);
+    await this.#limits.read();
+    const rows = encodeRows(batch, this.#o.topic, this.#limits);
+    if (rows.messages.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return { rejected: rows.rejected };
+    return this.#lanes.enqueue(this.#laneId(batch, commit), rows, batch.rows.length, commit);
+  }
+
+  /**
+   * One producer (and lane) per input partition in both modes: exactly-once needs it for fencing, and
+   * at-least-once gets requests in flight side by side (kafkajs's idempotent producer allows only one
+   * at a time). A row identity belongs to one input partition, so its rows stay in order.
+   */
+  #laneId(batch: RowBatch, commit: SinkCommit | undefined): string {
+    // Without a commit (unpartitioned source) the rows still say which input partition they belong
+    // to when there is one; otherwise one producer for the whole group.
+    const first = batch.rows[0];
+    const input = commit ?? (first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined);
+    if (!this.#o.exactlyOnce) return input === undefined ? 'rows' : `rows.${input.topic}.${input.partition}`;
+    return input !== undefined ? this.transactionalId(input.topic, input.partition) : `${this.#o.groupId}.rows`;
+  }
+
+  #afterGroup(): void {
+    // An auto-created topic did not exist when its limit and partitions were first read.
+    if (this.#limits.partitions === 0 && !this.#limitReread) {
+      this.#limitReread = true;
+      void this.#limits.read(true);
+    }
+  }
+
+  /** Exactly-once only (./positions.ts); at least once, the source uses the group's commits. */
+  async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
+    if (!this.#o.exactlyOnce) return new Map();
+    return readPositions({ groupId: this.#o.groupId, producers: this.#producers, admin: () => this.#admin.get() }, topic, partitions);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const timeoutMs = this.#o.closeTimeoutMs ?? KAFKA_SINK_DEFAULTS.closeTimeoutMs;
+      await this.#producers.close(timeoutMs);
+      await this.#admin.close(disconnectTimeoutMs(timeoutMs));
+    })();
+    return this.#closing;
+  }
+}
+
+/** Idempotent producers, transactional ones (the id is the transactionalId) in exactly-once mode. */
+function producerFactory(o: KafkaSinkOptions): ConstructorParameters<typeof ProducerSet>[2] {
+  const transactionTimeout = o.transactionTimeoutMs ?? KAFKA_SINK_DEFAULTS.transactionTimeoutMs;
+  return (kafka: Kafka, id: string) =>
+    o.exactlyOnce
+      ? {
+          producer: kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1, transactionTimeout, createPartitioner: JavaCompatiblePartitioner }),
+          transactional: true,
+        }
+      : { producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }), transactional: false };
+}

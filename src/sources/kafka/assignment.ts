@@ -1,0 +1,98 @@
+// The partitions this member holds in the current group generation, and the engine partition ids
+// behind them. kafkajs restarts every assigned partition from its committed offset after each join,
+// so a join never continues a partition: it replaces the whole table, with fresh ids, and the engine
+// rebuilds each partition from its commit. Ids are never reused, so a late result of the previous
+// generation can never be taken for the new one.
+
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export const tpKey = (tp: TopicPartition): string => `${tp.topic}:${tp.partition}`;
+
+/** A partition held in one generation; `id` is the engine's partition id. */
+export interface Held {
+  readonly id: number;
+  readonly tp: TopicPartition;
+  readonly gen: number;
+  /** Resolves once the partition is restored (its engine state opened): its batches wait for it. */
+  ready: Promise<void>;
+  /** Set when the sink's stored position differs from where kafkajs starts: the first batch seeks. */
+  seekTo: number | null;
+}
+
+/** Groups partitions by topic, the shape kafkajs's pause/resume/seek calls take. */
+export function byTopic(tps: Iterable<TopicPartition>): Array<{ topic: string; partitions: number[] }> {
+  const m = new Map<string, number[]>();
+  for (const tp of tps) {
+    const list = m.get(tp.topic);
+    if (list === undefined) m.set(tp.topic, [tp.partition]);
+    else list.push(tp.partition);
+  }
+  return [...m].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+/** Flattens a kafkajs member assignment ({ topic: [partitions] }). */
+export function assignedPartitions(assignment: Readonly<Record<string, readonly number[]>>): TopicPartition[] {
+  const tps: TopicPartition[] = [];
+  for (const [topic, partitions] of Object.entries(assignment)) for (const partition of partitions) tps.push({ topic, partition });
+  return tps;
+}
+
+export class Assignment {
+  readonly #held = new Map<string, Held>();
+  /** Kept past a drop until the engine finished the partition: its last rows still need the identity. */
+  readonly #identity = new Map<number, TopicPartition>();
+  #nextId = 1;
+  #gen = 0;
+
+  get generation(): number {
+    return this.#gen;
+  }
+
+  get size(): number {
+    return this.#held.size;
+  }
+
+  values(): IterableIterator<Held> {
+    return this.#held.values();
+  }
+
+  get(tp: TopicPartition): Held | undefined {
+    return this.#held.get(tpKey(tp));
+  }
+
+  /** True while `h` is still the held entry of its partition (not dropped, not replaced by a join). */
+  isCurrent(h: Held): boolean {
+    return this.#held.get(tpKey(h.tp)) === h;
+  }
+
+  /** The (topic, partition) behind an engine partition id. */
+  identity(id: number): TopicPartition | undefined {
+    return this.#identity.get(id);
+  }
+
+  /** Starts a new generation holding `tps`, each under a fresh id; `ready` is set by the restore. */
+  open(tps: readonly TopicPartition[]): Held[] {
+    const gen = ++this.#gen;
+    const held = tps.map((tp): Held => ({ id: this.#nextId++, tp, gen, ready: Promise.resolve(), seekTo: null }));
+    for (const h of held) {
+      this.#held.set(tpKey(h.tp), h);
+      this.#identity.set(h.id, h.tp);
+    }
+    return held;
+  }
+
+  /** Empties the table; the caller forgets the identities once the engine has finished them. */
+  clear(): Held[] {
+    const old = [...this.#held.values()];
+    this.#held.clear();
+    return old;
+  }
+
+  forget(ids: Iterable<number>): void {
+    // Ids are never reused: a forgotten id cannot be held again.
+    for (const id of ids) this.#identity.delete(id);
+  }
+}
