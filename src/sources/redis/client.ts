@@ -2,6 +2,7 @@
 // are bytes: invalid UTF-8 must reach the decoder as it is, to be dead-lettered as invalid_utf8).
 import { createClient, RESP_TYPES } from 'redis';
 import type { Logger } from 'pino';
+import { StreamstatsError } from '../../errors.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 
 export type Reply = Buffer | number | null | Reply[];
@@ -18,14 +19,21 @@ export interface StreamEntry {
   readonly fields: readonly Buffer[] | null;
 }
 
+const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
+
+function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
+  return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });
+}
+
 export async function connect(cfg: RedisConfig, logger: Logger, name: string): Promise<RedisConn> {
   const tls = cfg.url.startsWith('rediss:');
   const client = createClient({
     url: cfg.url,
     name: `streamstats:${name}`,
     socket: {
-      // Reconnect with a capped back-off; commands issued meanwhile wait in node-redis's queue.
-      reconnectStrategy: (retries: number) => Math.min(5000, 100 * 2 ** Math.min(retries, 6)),
+      // Reconnect with a capped back-off (commands issued meanwhile wait in node-redis's queue), except
+      // when the server refused our credentials: retrying cannot help, so the source stops and says so.
+      reconnectStrategy: (retries: number, cause: Error) => (REFUSED.test(String(cause?.message)) ? refused(cfg, cause) : Math.min(5000, 100 * 2 ** Math.min(retries, 6))),
       ...(tls ? { tls: true as const, rejectUnauthorized: cfg.tlsRejectUnauthorized, ...(cfg.tlsCa === undefined ? {} : { ca: cfg.tlsCa }) } : {}),
     },
   });
@@ -38,7 +46,13 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string): P
     lastLog = Date.now();
     logger.warn({ err, url: redactedRedisUrl(cfg) }, 'redis: connection error; reconnecting');
   });
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    // The first connection's handshake failing on credentials: no retry either.
+    if (REFUSED.test(String((err as Error).message))) throw refused(cfg, err as Error);
+    throw err;
+  }
   return {
     send: (args) => client.sendCommand(args, options) as Promise<Reply>,
     close: async () => {
