@@ -341,8 +341,20 @@ export class RedisSource {
         if (!(await this.#tryLease(name))) continue;
         logger.warn({ consumer: name, stream, pending: num(m.get('pending')) }, 'redis: taking over a dead consumer\'s pending entries');
         this.#o.metrics.rebalances.inc();
-        const slot = await slotOf(ctl, redis.groupId, name);
-        for (const s of redis.streams) await this.#openLane({ stream: s, consumer: name, slot }, false);
+        try {
+          const slot = await slotOf(ctl, redis.groupId, name);
+          for (const s of redis.streams) await this.#openLane({ stream: s, consumer: name, slot }, false);
+        } catch (err) {
+          // Half a takeover would hold the lease with nobody serving: give it back, the next tick retries.
+          for (const l of [...this.#lanes.values()]) {
+            if (l.consumer !== name) continue;
+            this.#lanes.delete(l.id);
+            void this.#o.engine.dropPartition(l.id);
+          }
+          this.#leases.delete(name);
+          await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(name), this.#token]).catch(() => {});
+          throw err;
+        }
       }
     }
   }
