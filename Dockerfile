@@ -48,6 +48,8 @@ RUN apt-get update \
 ENV NODE_ENV=production \
     METRICS_PORT=9464 \
     METRICS_HOST=0.0.0.0 \
+    API_PORT=8777 \
+    API_HOST=0.0.0.0 \
     SINK=stdout \
     DEAD_LETTER=file:/data/dead-letter.ndjson
 WORKDIR /app
@@ -61,6 +63,10 @@ RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node
 EXPOSE 9464
+# The statistics API (API_PORT 8777) serves only with API_TOKENS_FILE (or API_AUTH=none) set, so it
+# is published on request: docker run -p 8777:8777 -v ./tokens:/run/secrets/tokens:ro \
+#   -e API_TOKENS_FILE=/run/secrets/tokens -e SINK=postgres://... ; inside a container the API binds
+# 0.0.0.0 (127.0.0.1 would be unreachable), the token file is what guards it.
 # No curl in the slim image: node itself asks /healthz (the process is alive; /readyz is for
 # traffic decisions, see deploy/kubernetes). With METRICS_PORT=0 (any port) there is nothing to ask.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

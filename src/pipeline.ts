@@ -7,6 +7,7 @@ import { Decoder } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
+import { ApiServer } from './http/api-server.js';
 import { createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
 import { createDeadLetter } from './sinks/dead-letter.js';
@@ -18,7 +19,7 @@ import { StreamstatsError } from './errors.js';
 import { KafkaSource } from './sources/kafka/source.js';
 import { RedisSource } from './sources/redis/source.js';
 import pg from 'pg';
-import { createStatisticsApi } from './api/index.js';
+import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -46,7 +47,7 @@ export function decoderSettings(config: Config): DecoderSettings {
   };
 }
 
-export function createPullSource(config: Config): PullSource {
+function createPullSource(config: Config): PullSource {
   const opts = { batchSize: config.batchSize, batchMaxBytes: config.batchMaxBytes, maxMessageBytes: config.maxMessageBytes };
   switch (config.source.kind) {
     case 'generator':
@@ -67,6 +68,8 @@ export interface PipelineDeps {
   /** Worker entry override (tests use misbehaving fixtures). */
   readonly workerFile?: string;
   readonly onListening?: (port: number) => void;
+  /** The statistics API's port once it listens (API_PORT=0 picks one). */
+  readonly onApiListening?: (port: number) => void;
   /** Called once when the engine cannot go on; the CLI bounds the shutdown that follows. */
   readonly onFatal?: (err: Error) => void;
 }
@@ -179,12 +182,13 @@ export class Pipeline {
     if (this.#stopped) source.stop();
     // The statistics API reads the PostgreSQL store through its own small pool: a slow query (percentiles
     // over months) must not hold the connections the sink needs for writes and position commits.
-    const apiPool = config.sink.kind === 'postgres'
-      ? new pg.Pool({ connectionString: config.sink.url, max: 2, statement_timeout: 30_000 })
-      : null;
+    const api = config.api.enabled && config.sink.kind === 'postgres' ? config.api : null;
+    const apiPool = api === null || config.sink.kind !== 'postgres'
+      ? null
+      : new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
     apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
+    const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.tokens ?? 'none' }) });
     const http = new HttpServer({
-      ...(apiPool === null ? {} : { routes: createStatisticsApi({ pool: apiPool, logger }) }),
       host: config.metricsHost,
       port: config.metricsPort,
       registry,
@@ -206,6 +210,14 @@ export class Pipeline {
       const port = await http.listen();
       logger.info({ port, host: config.metricsHost }, 'metrics on /metrics, health on /healthz and /readyz');
       this.#deps.onListening?.(port);
+      if (apiServer !== null && api !== null) {
+        const apiPort = await apiServer.listen();
+        if (api.tokens === null) logger.warn({ port: apiPort, host: api.host }, 'statistics API on /v2 WITHOUT authentication (API_AUTH=none): anyone who reaches it reads every project');
+        else logger.info({ port: apiPort, host: api.host, tokens: api.tokens.size }, 'statistics API on /v2 (X-Auth-Token)');
+        this.#deps.onApiListening?.(apiPort);
+      } else if (!config.api.enabled && config.sink.kind === 'postgres') {
+        logger.info(`statistics API off: ${config.api.reason}`);
+      }
       this.#ready = true;
       if (source instanceof KafkaSource || source instanceof RedisSource) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
@@ -228,6 +240,7 @@ export class Pipeline {
       await engine.drain().catch(() => {});
       await Promise.allSettled([sink.close(), deadLetter.close()]);
       await pool.close(config.shutdownTimeoutSeconds * 1000);
+      await apiServer?.close();
       await http.close();
       await apiPool?.end().catch(() => {});
     }

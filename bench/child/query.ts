@@ -44,7 +44,8 @@ async function main(): Promise<void> {
         if (r >= warmup) o.seconds.push(s);
         o.results = res.length;
         o.count = res.reduce((a, x) => a + x.count, 0);
-        o.stddev = res[0]?.stddev ?? NaN;
+        // stddev is a selectable aggregate (Ceilometer): present when the query kind asks for it.
+        o.stddev = res[0]?.aggregate?.['stddev'] ?? NaN;
       }
     }
     const result: QueryChildResult = { kinds: out };

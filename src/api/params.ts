@@ -40,6 +40,8 @@ export interface Aggregate {
 /** What a statistics query asks for; queryStatistics() checks it the same way the HTTP API does. */
 export interface StatisticsParams {
   meter: string;
+  /** At most this many statistics, the first in the answer's order. */
+  limit?: number;
   q?: readonly QueryFilter[];
   /** Seconds; a multiple of the stored window period. Absent: one statistics per group over the whole range. */
   period?: number;
@@ -49,15 +51,58 @@ export interface StatisticsParams {
 
 export interface MetersParams {
   q?: readonly QueryFilter[];
+  /** At most this many meters; Ceilometer's default_api_return_limit (100) when absent. */
+  limit?: number;
 }
 
-const STATISTICS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'period', 'groupby', 'aggregate.func', 'aggregate.param']);
-const METERS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type']);
+/**
+ * Bounds checked before any SQL, so that no value can overflow a cast or a Date: whatever the query,
+ * the answer is a 200 or a 4xx that says what is allowed.
+ */
+export const LIMITS = {
+  /** 100 years: one bucket can hold all of the stored past, and bucket bounds stay valid dates. */
+  maxPeriodSeconds: 3_155_760_000,
+  /** The stored partition column is an int4. */
+  minPartition: -2_147_483_648,
+  maxPartition: 2_147_483_647,
+  /** limit: the most results one answer may hold (the statistics API's maxResults default). */
+  maxLimit: 100_000,
+  /** Ceilometer's default_api_return_limit: /v2/meters without limit. */
+  defaultMetersLimit: 100,
+  /** Each is a bind parameter and a clause: a bound keeps the SQL (and its planning) small. */
+  maxFilters: 64,
+  maxGroupby: 16,
+  maxAggregates: 32,
+} as const;
+
+const STATISTICS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'period', 'groupby', 'aggregate.func', 'aggregate.param', 'limit']);
+const METERS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'limit', 'unique']);
+
+/** A parameter's value shown in an error: JSON-quoted, cut, so an answer never echoes a huge value. */
+export function shown(v: string): string {
+  return JSON.stringify(v.length > 80 ? `${v.slice(0, 77)}...` : v);
+}
+
+/** PostgreSQL text cannot hold U+0000: refused here, or the query would fail in the database. */
+export function checkText(v: string, where: string): void {
+  if (v.includes('\u0000')) throw new ApiError(400, `${where} contains U+0000 (NUL): text without NUL is allowed`);
+}
 
 function checkKnown(sp: URLSearchParams, allowed: ReadonlySet<string>): void {
   for (const k of new Set(sp.keys())) {
-    if (!allowed.has(k)) throw new ApiError(400, `unknown parameter ${JSON.stringify(k)}: allowed are ${[...allowed].join(', ')}`);
+    if (!allowed.has(k)) throw new ApiError(400, `unknown parameter ${shown(k)}: allowed are ${[...allowed].join(', ')}`);
   }
+  for (const [k, v] of sp) checkText(v, `parameter ${k}`);
+}
+
+function parseLimit(sp: URLSearchParams): number | undefined {
+  const limits = sp.getAll('limit');
+  if (limits.length > 1) throw new ApiError(400, `limit is given ${limits.length} times: give it once`);
+  if (limits.length === 0) return undefined;
+  const text = limits[0]!;
+  const n = /^\s*\d{1,15}\s*$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= LIMITS.maxLimit)) throw new ApiError(400, `limit=${shown(text)} is not valid: a whole number from 1 to ${LIMITS.maxLimit} is allowed`);
+  return n;
 }
 
 /**
@@ -83,18 +128,25 @@ function parseQ(sp: URLSearchParams): QueryFilter[] {
 
 export function parseMetersQuery(sp: URLSearchParams): MetersParams {
   checkKnown(sp, METERS_PARAMS);
-  return { q: parseQ(sp) };
+  // unique: Ceilometer's flag for one entry per meter and resource, which is what every answer here is.
+  for (const u of sp.getAll('unique')) {
+    if (!/^(true|false|1|0|yes|no|on|off|)$/i.test(u)) throw new ApiError(400, `unique=${shown(u)} is not valid: true or false is allowed`);
+  }
+  const limit = parseLimit(sp);
+  return limit === undefined ? { q: parseQ(sp) } : { q: parseQ(sp), limit };
 }
 
 export function parseStatisticsQuery(meter: string, sp: URLSearchParams): StatisticsParams {
   checkKnown(sp, STATISTICS_PARAMS);
   const params: StatisticsParams = { meter, q: parseQ(sp), groupby: sp.getAll('groupby') };
+  const limit = parseLimit(sp);
+  if (limit !== undefined) params.limit = limit;
   const periods = sp.getAll('period');
   if (periods.length > 1) throw new ApiError(400, `period is given ${periods.length} times: give it once`);
   if (periods.length === 1) {
     const text = periods[0]!;
-    const n = /^\s*\d+(?:\.0*)?\s*$/.test(text) ? Number(text) : NaN;
-    if (!(n > 0)) throw new ApiError(400, `period=${JSON.stringify(text)} is not valid: a positive whole number of seconds, a multiple of the stored window period`);
+    const n = /^\s*\d{1,15}(?:\.0*)?\s*$/.test(text) ? Number(text) : NaN;
+    if (!(n > 0 && n <= LIMITS.maxPeriodSeconds)) throw new ApiError(400, periodMessage(shown(text)));
     params.period = n;
   }
   const funcs = sp.getAll('aggregate.func');
@@ -130,29 +182,39 @@ export interface CheckedAggregate {
 
 const TIMESTAMP_OPS: readonly Op[] = ['lt', 'le', 'ge', 'gt'];
 
+export function periodMessage(shownValue: string): string {
+  return `period=${shownValue} is not valid: a positive whole number of seconds up to ${LIMITS.maxPeriodSeconds} (100 years), a multiple of the stored window period`;
+}
+
 export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilter[] {
+  if ((q ?? []).length > LIMITS.maxFilters) throw new ApiError(400, `q.field is given ${q!.length} times: at most ${LIMITS.maxFilters} filters are allowed`);
   return (q ?? []).map((f, i) => {
-    const where = `q.field[${i}]=${JSON.stringify(f.field)}`;
+    checkText(f.field, `q.field[${i}]`);
+    checkText(f.value, `q.value[${i}]`);
+    const where = `q.field[${i}]=${shown(f.field)}`;
     if (f.field === '') throw new ApiError(400, `q.field[${i}] is empty: timestamp, topic, partition or a dimension name (project_id, resource_id, user_id, …) is allowed`);
     const op = (f.op ?? 'eq') as Op;
-    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${JSON.stringify(f.op)} is not valid: one of ${OPS.join(', ')}`);
+    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')}`);
     const type = (f.type ?? '') as QType;
-    if (!Q_TYPES.includes(type)) throw new ApiError(400, `q.type[${i}]=${JSON.stringify(f.type)} is not valid: one of string, integer, float (or empty)`);
+    if (!Q_TYPES.includes(type)) throw new ApiError(400, `q.type[${i}]=${shown(String(f.type))} is not valid: one of string, integer, float (or empty)`);
     if (f.field === 'timestamp') {
       if (!TIMESTAMP_OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${JSON.stringify(op)} is not valid for ${where}: one of ${TIMESTAMP_OPS.join(', ')}`);
       let ms: number;
       try {
         ms = parseIsoTimestamp(f.value, `q.value[${i}]`);
       } catch (err) {
-        throw new ApiError(400, `q.value[${i}]=${JSON.stringify(f.value)} is not valid for ${where}: an ISO 8601 timestamp (UTC when it has no offset) is allowed (${(err as Error).message})`);
+        throw new ApiError(400, `q.value[${i}]=${shown(f.value)} is not valid for ${where}: an ISO 8601 timestamp (UTC when it has no offset) is allowed (${(err as Error).message})`);
       }
       return { field: f.field, op, value: ms, numeric: true };
     }
     if (f.field === 'partition' || type === 'integer' || type === 'float') {
       const n = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/.test(f.value) ? Number(f.value) : NaN;
       const integer = f.field === 'partition' || type === 'integer';
-      if (!Number.isFinite(n) || (integer && !Number.isInteger(n))) {
-        throw new ApiError(400, `q.value[${i}]=${JSON.stringify(f.value)} is not valid for ${where}: ${integer ? 'an integer' : 'a number'} is allowed`);
+      // partition is an int4 column; other integers are compared exactly only within 2^53.
+      const [lo, hi] = f.field === 'partition' ? [LIMITS.minPartition, LIMITS.maxPartition] : [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+      if (!Number.isFinite(n) || (integer && !(Number.isInteger(n) && n >= lo && n <= hi))) {
+        const allowed = integer ? `an integer from ${lo} to ${hi}` : 'a finite number (at most about 1.8e308)';
+        throw new ApiError(400, `q.value[${i}]=${shown(f.value)} is not valid for ${where}: ${allowed} is allowed`);
       }
       return { field: f.field, op, value: n, numeric: true };
     }
@@ -162,10 +224,12 @@ export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilt
 
 export function checkGroupby(groupby: readonly string[] | undefined): string[] {
   const out = [...(groupby ?? [])];
+  if (out.length > LIMITS.maxGroupby) throw new ApiError(400, `groupby is given ${out.length} times: at most ${LIMITS.maxGroupby} fields are allowed`);
   out.forEach((g, i) => {
+    checkText(g, `groupby[${i}]`);
     if (g === '') throw new ApiError(400, `groupby[${i}] is empty: a dimension name (project_id, resource_id, user_id, …), topic or partition is allowed`);
     if (g === 'timestamp') throw new ApiError(400, `groupby[${i}]="timestamp" is not valid: group by time with period; a dimension name, topic or partition is allowed`);
-    if (out.indexOf(g) !== i) throw new ApiError(400, `groupby[${i}]=${JSON.stringify(g)} is given twice`);
+    if (out.indexOf(g) !== i) throw new ApiError(400, `groupby[${i}]=${shown(g)} is given twice`);
   });
   return out;
 }
@@ -173,9 +237,11 @@ export function checkGroupby(groupby: readonly string[] | undefined): string[] {
 export function checkAggregates(aggregate: readonly Aggregate[] | undefined): CheckedAggregate[] {
   const seen = new Set<string>();
   const out: CheckedAggregate[] = [];
+  if ((aggregate ?? []).length > LIMITS.maxAggregates) throw new ApiError(400, `aggregate.func is given ${aggregate!.length} times: at most ${LIMITS.maxAggregates} are allowed`);
   (aggregate ?? []).forEach((a, i) => {
+    if (a.param !== undefined) checkText(a.param, `aggregate.param of aggregate.func[${i}]`);
     const func = a.func as AggregateFunc;
-    if (!AGGREGATE_FUNCS.includes(func)) throw new ApiError(400, `aggregate.func[${i}]=${JSON.stringify(a.func)} is not valid: one of ${AGGREGATE_FUNCS.join(', ')}`);
+    if (!AGGREGATE_FUNCS.includes(func)) throw new ApiError(400, `aggregate.func[${i}]=${shown(a.func)} is not valid: one of ${AGGREGATE_FUNCS.join(', ')}`);
     let c: CheckedAggregate;
     if (func === 'cardinality') {
       if (a.param === undefined || a.param === '') throw new ApiError(400, `aggregate.func[${i}]=cardinality needs an aggregate.param: a dimension name (resource_id, project_id, user_id, …), topic or partition`);
@@ -183,7 +249,7 @@ export function checkAggregates(aggregate: readonly Aggregate[] | undefined): Ch
     } else if (func === 'percentile') {
       if (a.param === undefined || a.param === '') throw new ApiError(400, `aggregate.func[${i}]=percentile needs an aggregate.param: a number from 0 to 100 (95 for the 95th percentile)`);
       const p = /^\s*(?:\d+\.?\d*|\.\d+)\s*$/.test(a.param) ? Number(a.param) : NaN;
-      if (!(p >= 0 && p <= 100)) throw new ApiError(400, `aggregate.param=${JSON.stringify(a.param)} is not valid for aggregate.func[${i}]=percentile: a number from 0 to 100 is allowed`);
+      if (!(p >= 0 && p <= 100)) throw new ApiError(400, `aggregate.param=${shown(a.param)} is not valid for aggregate.func[${i}]=percentile: a number from 0 to 100 is allowed`);
       c = { func, param: a.param.trim(), quantile: p / 100, key: `percentile/${a.param.trim()}` };
     } else {
       if (a.param !== undefined) throw new ApiError(400, `aggregate.func[${i}]=${func} takes no aggregate.param (only cardinality and percentile do)`);

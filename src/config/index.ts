@@ -3,6 +3,7 @@
 // each component's options are parsed in a file of their own (io, format, kafka).
 import { RecordError, checkText, parseIsoTimestamp } from '../core/record.js';
 import { detectCpus, defaultThreads, type CpuInfo } from './cpus.js';
+import { parseApiConfig, type ApiConfig } from '../api/config.js';
 import { parseFormat } from './format.js';
 import { parseDeadLetter, parseSink, parseSource, type DeadLetterSpec, type SinkSpec, type SourceSpec } from './io.js';
 import { parseKafka, type KafkaConfig } from './kafka.js';
@@ -59,6 +60,8 @@ export interface Config {
   redis: RedisConfig;
   metricsPort: number;
   metricsHost: string;
+  /** The statistics API's listener and authentication (src/api/config.ts). */
+  api: ApiConfig;
   logLevel: string;
   progress: 'auto' | 'on' | 'off';
   shutdownTimeoutSeconds: number;
@@ -176,6 +179,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     redis: parseRedisConfig((name) => r.raw(name as OptionName), source.kind === 'redis'),
     metricsPort: r.get('METRICS_PORT'),
     metricsHost: r.raw('METRICS_HOST'),
+    api: parseApiConfig({ get: (n) => r.raw(n), port: r.get('API_PORT'), sinkKind: sink.kind, metricsPort: r.get('METRICS_PORT') }),
     logLevel: r.get('LOG_LEVEL'),
     progress: r.get('PROGRESS'),
     shutdownTimeoutSeconds: r.get('SHUTDOWN_TIMEOUT_SECONDS'),

@@ -6,6 +6,7 @@ import { KAFKA_COMPRESSIONS } from '../kafka/compression.js';
 import { DECODER_DEFAULTS } from '../core/messages.js';
 import { WINDOW_STORE_DEFAULTS } from '../windows/store.js';
 import { REDIS_DEFAULTS } from '../sources/redis/config.js';
+import { API_DEFAULTS } from '../api/config.js';
 
 export type OptionGroup = 'engine' | 'format' | 'windows' | 'limits' | 'io' | 'generator' | 'kafka' | 'redis' | 'ops';
 
@@ -124,6 +125,10 @@ export const OPTIONS = [
   { env: 'REDIS_TLS_REJECT_UNAUTHORIZED', default: 'true', group: 'redis', help: 'rediss://: true | false: verify the server certificate' },
   { env: 'METRICS_PORT', default: '9464', group: 'ops', ...int(0, 65535), help: 'HTTP port of /metrics, /healthz, /readyz; 0 = any free port (logged)' },
   { env: 'METRICS_HOST', default: '0.0.0.0', group: 'ops', help: 'address the HTTP server binds' },
+  { env: 'API_PORT', default: String(API_DEFAULTS.port), group: 'ops', ...int(0, 65535), help: 'HTTP port of the Ceilometer v2 statistics API (SINK=postgres only), its own listener apart from METRICS_PORT; 0 = any free port (logged)' },
+  { env: 'API_HOST', default: API_DEFAULTS.host, group: 'ops', help: 'address the statistics API binds; the default keeps it off the network until an interface is chosen' },
+  { env: 'API_TOKENS_FILE', default: API_DEFAULTS.tokensFile, group: 'ops', secret: { kind: 'file', at: 'api.tokens' }, help: 'statistics API tokens, one a line: TOKEN admin | TOKEN project:ID (sent as X-Auth-Token or Authorization: Bearer); unset = API off unless API_AUTH=none' },
+  { env: 'API_AUTH', default: API_DEFAULTS.auth, group: 'ops', ...oneOf(['token', 'none']), help: 'token (API_TOKENS_FILE) | none: serve the statistics API to anyone, every project (logged as a warning)' },
   { env: 'LOG_LEVEL', default: 'info', group: 'ops', ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), help: 'JSON logs on stderr from this level up' },
   { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA; auto = on when stderr is a TTY' },
   { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', ...num(1, 3600), help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },

@@ -34,14 +34,22 @@ export function messageBytes(b: Pick<Batch, 'data' | 'offsets'>, i: number): Buf
   return b.data.subarray(b.offsets[i]!, b.offsets[i + 1]!);
 }
 
-/** Accumulates messages into one contiguous buffer; grows by doubling. */
+/**
+ * Accumulates messages into one contiguous buffer; grows by doubling. The buffer is shared memory
+ * (SharedArrayBuffer) and handed over whole by take(), never copied: the pool lets a worker read it
+ * in place while the main thread keeps the same bytes for dead letters and retries (nobody writes to
+ * a taken batch). Sources write messages straight into it, in parts (append* then end()).
+ */
 export class BatchBuilder {
   #buf: Buffer;
   #len = 0;
   #offsets: number[] = [0];
+  /** Capacity of the next batch's buffer: what the last batch needed, so a steady stream never regrows. */
+  #capacity: number;
 
   constructor(initialBytes = 64 * 1024) {
-    this.#buf = Buffer.allocUnsafe(initialBytes);
+    this.#capacity = initialBytes;
+    this.#buf = sharedBuffer(initialBytes);
   }
 
   get count(): number {
@@ -53,22 +61,71 @@ export class BatchBuilder {
   }
 
   push(msg: Uint8Array, start = 0, end = msg.length): void {
-    this.#reserve(end - start);
-    this.#buf.set(msg.subarray(start, end), this.#len);
-    this.#len += end - start;
-    this.#offsets.push(this.#len);
+    this.append(msg, start, end);
+    this.end();
   }
 
   pushString(s: string): void {
-    this.#reserve(Buffer.byteLength(s));
+    this.appendString(s);
+    this.end();
+  }
+
+  /** Appends bytes to the current message. */
+  append(bytes: Uint8Array, start = 0, end = bytes.length): void {
+    const n = end - start;
+    this.#reserve(n);
+    const buf = this.#buf;
+    if (n <= 16) {
+      // A call into set() costs more than a few stores (and more again on shared memory).
+      let j = this.#len;
+      for (let i = start; i < end; i++) buf[j++] = bytes[i]!;
+    } else {
+      buf.set(n === bytes.length ? bytes : bytes.subarray(start, end), this.#len);
+    }
+    this.#len += n;
+  }
+
+  appendString(s: string): void {
+    // 3 bytes per UTF-16 unit at most: reserve without measuring the string first.
+    this.#reserve(s.length * 3);
     this.#len += this.#buf.write(s, this.#len);
+  }
+
+  /** Appends a non-negative safe integer in decimal, as JSON writes it. */
+  appendUint(n: number): void {
+    if (!(Number.isSafeInteger(n) && n >= 0)) {
+      this.appendString(String(n));
+      return;
+    }
+    this.#reserve(16);
+    if (n <= 0x7fffffff) {
+      this.#len = writeSmall(this.#buf, this.#len, n);
+      return;
+    }
+    // Millisecond timestamps: two halves in 31-bit integer arithmetic rather than float division per digit.
+    const hi = Math.floor(n / 1e8);
+    this.#len = writeSmall(this.#buf, this.#len, hi);
+    let lo = n - hi * 1e8;
+    const buf = this.#buf;
+    for (let i = this.#len + 7; i >= this.#len; i--) {
+      const q = (lo / 10) | 0;
+      buf[i] = 0x30 + lo - q * 10;
+      lo = q;
+    }
+    this.#len += 8;
+  }
+
+  /** Ends the current message. */
+  end(): void {
     this.#offsets.push(this.#len);
   }
 
-  /** Returns the packed messages and resets the builder. */
+  /** Returns the packed messages (the builder's own buffer, not a copy) and starts a new buffer. */
   take(): { data: Buffer; offsets: Uint32Array } {
-    const data = Buffer.from(this.#buf.subarray(0, this.#len));
+    const data = this.#buf.subarray(0, this.#len);
     const offsets = Uint32Array.from(this.#offsets);
+    this.#capacity = Math.max(this.#capacity, this.#len + (this.#len >> 3));
+    this.#buf = sharedBuffer(this.#capacity);
     this.#len = 0;
     this.#offsets = [0];
     return { data, offsets };
@@ -78,8 +135,24 @@ export class BatchBuilder {
     if (this.#len + n <= this.#buf.length) return;
     let size = this.#buf.length * 2;
     while (size < this.#len + n) size *= 2;
-    const grown = Buffer.allocUnsafe(size);
+    const grown = sharedBuffer(size);
     this.#buf.copy(grown, 0, 0, this.#len);
     this.#buf = grown;
   }
+}
+
+/** Writes n (0 <= n < 2^31) in decimal at pos; returns the position after it. */
+function writeSmall(buf: Buffer, pos: number, n: number): number {
+  let digits = 1;
+  for (let x = n; x >= 10; x = (x / 10) | 0) digits++;
+  for (let i = pos + digits - 1; i >= pos; i--) {
+    const q = (n / 10) | 0;
+    buf[i] = 0x30 + n - q * 10;
+    n = q;
+  }
+  return pos + digits;
+}
+
+function sharedBuffer(bytes: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(bytes));
 }

@@ -5,7 +5,7 @@ import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
 import { CELL, DECODER_DEFAULTS, validateDecoderSettings, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
 import { RecordError, eventTimeLimit, isPlainObject, safeStringify, show, type FieldLimits, type SampleRecord } from './record.js';
-import { identityOverLimit, seriesKey } from './series.js';
+import { SeriesInterner, type SeriesLeaf } from './intern.js';
 import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
@@ -37,23 +37,36 @@ export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: 
  */
 export const MAX_ELEMENT_DEAD_LETTERS = 100;
 
+/**
+ * Estimated bytes of interned series a decoder keeps before it starts a new dictionary: about 200,000
+ * seed-000 Monasca series (twice the default MAX_SERIES), a quarter of the default WORKER_MAX_MEMORY_MB.
+ */
+export const DECODER_DICTIONARY_BYTES = 128 * 1024 * 1024;
+
+type OnRecord = (rec: SampleRecord, msg: number, elem: number, raw: unknown, leaf: SeriesLeaf) => void;
+
 export class Decoder {
   readonly #settings: DecoderSettings;
   readonly #extract: Extractor;
   /** The same extractor with the text checks (NUL, unpaired surrogates) on: for messages with \u escapes. */
   readonly #extractText: Extractor;
   readonly #rec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
-  /** The series dictionary shared with the main thread (decodeBatchCompact). */
+  /** The series dictionary shared with the main thread (decodeBatchCompact): ids below #sent are known there. */
   #dict = newDictId();
-  #known = new Map<string, number>();
+  #sent = 0;
+  readonly #interner: SeriesInterner;
+  #batchNo = 0;
   readonly #maxKnown: number;
+  readonly #maxKnownBytes: number;
   readonly #maxSeriesKeyBytes: number;
 
-  constructor(settings: DecoderSettings, opts: { maxDictionary?: number } = {}) {
+  constructor(settings: DecoderSettings, opts: { maxDictionary?: number; maxDictionaryBytes?: number } = {}) {
     validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
+    this.#maxKnownBytes = opts.maxDictionaryBytes ?? DECODER_DICTIONARY_BYTES;
     this.#settings = settings;
     this.#maxSeriesKeyBytes = settings.maxSeriesKeyBytes ?? DECODER_DEFAULTS.maxSeriesKeyBytes;
+    this.#interner = new SeriesInterner(settings.groupBy, this.#maxSeriesKeyBytes);
     const limits: FieldLimits = {
       maxDimensions: settings.maxDimensions,
       maxNameBytes: settings.maxNameBytes ?? DECODER_DEFAULTS.maxNameBytes,
@@ -89,22 +102,27 @@ export class Decoder {
     return rec;
   }
 
-  key(rec: SampleRecord): string {
-    return seriesKey(rec.name, rec.unit, rec.dims, this.#settings.groupBy);
-  }
-
-  /** The record's series key, or RecordError too_long when it is over MAX_SERIES_KEY_BYTES. */
-  checkedKey(rec: SampleRecord): string {
-    const key = this.key(rec);
-    const max = this.#maxSeriesKeyBytes;
-    const bytes = identityOverLimit(key, max);
-    if (bytes !== -1) {
+  /** The record's series, or RecordError too_long when its key is over MAX_SERIES_KEY_BYTES. */
+  #leaf(rec: SampleRecord): SeriesLeaf {
+    const leaf = this.#interner.leaf(rec);
+    if (leaf.overLimitBytes !== -1) {
       throw new RecordError(
         'too_long',
-        `series key: ${bytes} bytes as JSON (name, unit and group-by dimension names and values), more than MAX_SERIES_KEY_BYTES=${max}`,
+        `series key: ${leaf.overLimitBytes} bytes as JSON (name, unit and group-by dimension names and values), more than MAX_SERIES_KEY_BYTES=${this.#maxSeriesKeyBytes}`,
       );
     }
-    return key;
+    return leaf;
+  }
+
+  /** Keeps the interner bounded: a full one starts over, with a new dictionary for the main thread. */
+  #beginBatch(): void {
+    if (this.#interner.size >= this.#maxKnown || this.#interner.bytes >= this.#maxKnownBytes) this.#restart();
+  }
+
+  #restart(): void {
+    this.#interner.clear();
+    this.#dict = newDictId();
+    this.#sent = 0;
   }
 
   /**
@@ -118,6 +136,11 @@ export class Decoder {
     onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
   ): number {
+    this.#beginBatch();
+    return this.#each(buf, offsets, nowMs, (rec, msg, elem, raw, leaf) => onRecord(rec, msg, elem, raw, leaf.key), onReject);
+  }
+
+  #each(buf: Buffer, offsets: Uint32Array, nowMs: number, onRecord: OnRecord, onReject: (r: Reject) => void): number {
     let records = 0;
     const n = offsets.length - 1;
     for (let i = 0; i < n; i++) {
@@ -172,14 +195,14 @@ export class Decoder {
     elem: number,
     nowMs: number,
     escapes: boolean,
-    onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
+    onRecord: OnRecord,
     onReject: (r: Reject) => void,
   ): void {
     let rec: SampleRecord;
-    let key: string;
+    let leaf: SeriesLeaf;
     try {
       rec = this.extract(v, nowMs, escapes);
-      key = this.checkedKey(rec);
+      leaf = this.#leaf(rec);
     } catch (err) {
       if (!(err instanceof RecordError)) throw err;
       const where = elem >= 0 ? `[${elem}].` : '';
@@ -189,47 +212,51 @@ export class Decoder {
       onReject(raw === undefined ? r : { ...r, raw });
       return;
     }
-    onRecord(rec, msg, elem, v, key);
+    onRecord(rec, msg, elem, v, leaf);
   }
 
   /**
    * decodeBatch for the wire: series keys become dictionary ids, and only keys the main thread has not
-   * seen from this decoder travel. New keys enter the dictionary only once the batch succeeded, so a
-   * batch that throws never leaves the two sides out of step.
+   * seen from this decoder travel. A batch that throws starts a new dictionary, so the two sides never
+   * get out of step over ids handed out in a batch whose result was never sent.
    */
-  decodeBatchCompact(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
-    const { series, ...rest } = this.decodeBatch(buffer, offsets, nowMs);
-    if (this.#known.size + series.length > this.#maxKnown) {
-      // Bounded: start a fresh dictionary (the main thread drops the old one in time).
-      this.#dict = newDictId();
-      this.#known = new Map();
+  decodeBatchCompact(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
+    this.#beginBatch();
+    let decoded: { result: DecodeResult; leaves: SeriesLeaf[] };
+    try {
+      decoded = this.#decode(Buffer.from(buffer), offsets, nowMs);
+    } catch (err) {
+      this.#restart();
+      throw err;
     }
-    const seriesIds = new Int32Array(series.length);
-    const newKeys: string[] = [];
-    const newBase = this.#known.size;
-    for (let i = 0; i < series.length; i++) {
-      const k = series[i]!;
-      let id = this.#known.get(k);
-      if (id === undefined) {
-        id = newBase + newKeys.length;
-        newKeys.push(k);
-      }
-      seriesIds[i] = id;
-    }
-    for (let j = 0; j < newKeys.length; j++) this.#known.set(newKeys[j]!, newBase + j);
+    const { result, leaves } = decoded;
+    const { series: _series, ...rest } = result;
+    const seriesIds = new Int32Array(leaves.length);
+    for (let i = 0; i < leaves.length; i++) seriesIds[i] = leaves[i]!.id;
+    const newBase = this.#sent;
+    const newKeys = this.#interner.keys(newBase);
+    this.#sent = this.#interner.nextId;
     return { ...rest, dict: this.#dict, seriesIds, newKeys, newBase };
   }
 
   /** Decode and pre-aggregate a packed batch. */
-  decodeBatch(buffer: ArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+  decodeBatch(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+    return this.decodeBytes(Buffer.from(buffer), offsets, nowMs);
+  }
+
+  /** decodeBatch of bytes already in a Buffer (in-thread: the batch's own, read in place). */
+  decodeBytes(buf: Buffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+    this.#beginBatch();
+    return this.#decode(buf, offsets, nowMs).result;
+  }
+
+  #decode(buf: Buffer, offsets: Uint32Array, nowMs: number): { result: DecodeResult; leaves: SeriesLeaf[] } {
     const t0 = performance.now();
-    const buf = Buffer.from(buffer);
     const windowMs = this.#settings.windowMs;
-    const seriesIndex = new Map<string, number>();
+    const stamp = ++this.#batchNo;
+    const leaves: SeriesLeaf[] = [];
     const series: string[] = [];
-    // Per series: the window of its last cell, and the cell index; a series rarely spans two windows in a batch.
-    const lastWindow: number[] = [];
-    const lastCell: number[] = [];
+    // A series rarely spans two windows in a batch: its leaf holds the cell of its last window, and the others are found here.
     const otherCells = new Map<string, number>();
     let cells = new Float64Array(CELL.STRIDE * 64);
     let nCells = 0;
@@ -240,26 +267,27 @@ export class Decoder {
     const logGamma = this.#settings.sketchAccuracy > 0 ? logGammaOf(this.#settings.sketchAccuracy) : 0;
     const sketches: Array<Map<number, number>> | null = logGamma > 0 ? [] : null;
 
-    const records = this.forEachRecord(
+    const records = this.#each(
       buf,
       offsets,
       nowMs,
-      (rec, _msg, _elem, _raw, key) => {
-        let s = seriesIndex.get(key);
-        if (s === undefined) {
-          s = series.length;
-          series.push(key);
-          seriesIndex.set(key, s);
-          lastWindow.push(NaN);
-          lastCell.push(-1);
+      (rec, _msg, _elem, _raw, leaf) => {
+        if (leaf.stamp !== stamp) {
+          leaf.stamp = stamp;
+          leaf.local = series.length;
+          leaf.lastWindow = NaN;
+          leaf.lastCell = -1;
+          series.push(leaf.key);
+          leaves.push(leaf);
         }
+        const s = leaf.local;
         const ws = windowStart(rec.tsMs, windowMs);
         let c: number;
-        if (lastWindow[s] === ws) {
-          c = lastCell[s]!;
+        if (leaf.lastWindow === ws) {
+          c = leaf.lastCell;
         } else {
           const k2 = `${s}:${ws}`;
-          const found = lastCell[s] === -1 ? undefined : otherCells.get(k2);
+          const found = leaf.lastCell === -1 ? undefined : otherCells.get(k2);
           if (found !== undefined) {
             c = found;
           } else {
@@ -283,8 +311,8 @@ export class Decoder {
             otherCells.set(k2, c);
             sketches?.push(new Map());
           }
-          lastWindow[s] = ws;
-          lastCell[s] = c;
+          leaf.lastWindow = ws;
+          leaf.lastCell = c;
         }
         // Welford update, inlined on the typed array (this is the hot loop).
         const o = c * CELL.STRIDE;
@@ -314,7 +342,7 @@ export class Decoder {
     );
 
     const packed = sketches === null ? {} : packSketches(sketches);
-    return {
+    const result: DecodeResult = {
       kind: 'partials',
       records,
       ok,
@@ -325,6 +353,7 @@ export class Decoder {
       ...packed,
       decodeSeconds: (performance.now() - t0) / 1000,
     };
+    return { result, leaves };
   }
 }
 

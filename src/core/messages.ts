@@ -55,8 +55,11 @@ export function validateDecoderSettings(s: DecoderSettings): void {
 /** A batch of raw messages packed into one transferable buffer. */
 export interface DecodeTask {
   readonly kind: 'decode';
-  /** All message bytes, back to back; moved (transferred) to the worker, never copied. */
-  readonly buffer: ArrayBuffer;
+  /**
+   * All message bytes, back to back (from offset 0): moved (transferred) to the worker, or shared
+   * memory the worker reads in place; never copied on the way.
+   */
+  readonly buffer: ArrayBuffer | SharedArrayBuffer;
   /** offsets[i]..offsets[i+1] is message i; length = messages + 1. Transferred too. */
   readonly offsets: Uint32Array;
 }

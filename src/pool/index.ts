@@ -8,6 +8,11 @@ import type { Batch } from '../core/batch.js';
 import type { DecodeResult, DecodeTask, DecoderSettings, WireResult } from '../core/messages.js';
 import { SeriesDictionaries } from './dictionary.js';
 import { StreamstatsError } from '../errors.js';
+import { Gate, TimeoutError, withTimeout } from '../async/index.js';
+
+function closedError(): StreamstatsError {
+  return new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
+}
 
 export interface PoolOptions {
   readonly threads: number;
@@ -43,11 +48,20 @@ export interface PoolStats {
 }
 
 export function pack(batch: Pick<Batch, 'data' | 'offsets'>): DecodeTask {
-  // One copy into a fresh ArrayBuffer that can be moved to the worker; the batch's own bytes stay
-  // here so a crashed worker loses nothing.
-  const buffer = new ArrayBuffer(batch.data.length);
-  new Uint8Array(buffer).set(batch.data);
+  const data = batch.data;
+  // A batch the source built in shared memory (BatchBuilder) is read by the worker in place: nobody
+  // writes to it once taken, and the main thread keeps the same bytes for dead letters and retries.
+  if (data.buffer instanceof SharedArrayBuffer && data.byteOffset === 0) return { kind: 'decode', buffer: data.buffer, offsets: batch.offsets.slice() };
+  // Otherwise one copy into a fresh ArrayBuffer that can be moved to the worker; the batch's own bytes
+  // stay here so a crashed worker loses nothing.
+  const buffer = new ArrayBuffer(data.length);
+  new Uint8Array(buffer).set(data);
   return { kind: 'decode', buffer, offsets: batch.offsets.slice() };
+}
+
+function transferList(task: DecodeTask): ArrayBuffer[] {
+  const offsets = task.offsets.buffer as ArrayBuffer;
+  return task.buffer instanceof SharedArrayBuffer ? [offsets] : [task.buffer, offsets];
 }
 
 export class DecodePool {
@@ -55,8 +69,8 @@ export class DecodePool {
   readonly #piscina: Piscina | null;
   readonly #inline: Decoder | null;
   readonly #dictionaries: SeriesDictionaries;
-  #inFlight = 0;
-  #waiters: Array<() => void> = [];
+  /** Batches in flight: the bound the source feels as backpressure. */
+  readonly #gate: Gate;
   #closed = false;
   #closing: Promise<void> | null = null;
 
@@ -68,6 +82,7 @@ export class DecodePool {
       throw new RangeError(`maxInFlight (${opts.maxInFlight}) must be an integer >= 1`);
     }
     this.#opts = opts;
+    this.#gate = new Gate(opts.maxInFlight);
     this.#dictionaries = new SeriesDictionaries(Math.max(4, opts.threads * 4));
     if (opts.threads === 0) {
       this.#piscina = null;
@@ -95,7 +110,7 @@ export class DecodePool {
     const p = this.#piscina;
     return {
       threads: this.#opts.threads,
-      inFlight: this.#inFlight,
+      inFlight: this.#gate.held,
       maxInFlight: this.#opts.maxInFlight,
       queued: p === null ? 0 : p.queueSize,
       utilization: p === null ? 0 : p.utilization,
@@ -104,21 +119,22 @@ export class DecodePool {
 
   /** True when a submit would have to wait. */
   get full(): boolean {
-    return this.#inFlight >= this.#opts.maxInFlight;
+    return this.#gate.held >= this.#gate.limit;
   }
 
   /** Resolves once a batch may be submitted (bounded in-flight). */
   async acquire(): Promise<void> {
-    while (this.#inFlight >= this.#opts.maxInFlight) {
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    if (this.#closed) throw closedError();
+    await this.#gate.acquire();
+    if (this.#closed) {
+      this.#gate.release();
+      throw closedError();
     }
-    if (this.#closed) throw new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
-    this.#inFlight++;
   }
 
   /** Resolves when nothing is in flight. */
-  async idle(): Promise<void> {
-    while (this.#inFlight > 0) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  idle(): Promise<void> {
+    return this.#gate.idle();
   }
 
   /** Decode one batch; the caller must have called acquire(). Never rejects: failures become 'poisoned'. */
@@ -130,13 +146,14 @@ export class DecodePool {
         try {
           if (this.#inline !== null) {
             const t = performance.now();
-            const result = this.#inline.decodeBatch(pack(batch).buffer, batch.offsets, nowMs);
+            // In-thread the batch's own bytes are read in place: nothing to move, so nothing to copy.
+            const result = this.#inline.decodeBytes(batch.data, batch.offsets, nowMs);
             return { kind: 'ok', result, waitSeconds: 0, runSeconds: (performance.now() - t) / 1000 };
           }
           const task = pack(batch);
           // The timeout also covers a worker that never comes up, which piscina would otherwise wait on forever.
           const wire = (await this.#piscina!.run(task, {
-            transferList: [task.buffer, task.offsets.buffer as ArrayBuffer],
+            transferList: transferList(task),
             signal: AbortSignal.timeout(this.#opts.taskTimeoutMs),
           })) as WireResult;
           // Results of one worker arrive in the order it produced them: register its new keys now.
@@ -156,23 +173,18 @@ export class DecodePool {
 
   /** Gives back a slot taken by acquire() without running a batch (run() does this itself). */
   release(): void {
-    this.#inFlight--;
-    const w = this.#waiters;
-    this.#waiters = [];
-    for (const wake of w) wake();
+    this.#gate.release();
   }
 
   /** Idempotent; waits for in-flight work up to timeoutMs, then terminates the workers. */
   close(timeoutMs = 30_000): Promise<void> {
     this.#closing ??= (async () => {
       this.#closed = true;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([this.idle(), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
-      clearTimeout(timer);
+      await withTimeout(this.idle(), timeoutMs, 'decode pool drain').catch((err: unknown) => {
+        if (!(err instanceof TimeoutError)) throw err;
+      });
+      // Callers still waiting for a slot get one as destroyed tasks release theirs, and then the closed error.
       if (this.#piscina !== null) await this.#piscina.destroy();
-      const w = this.#waiters;
-      this.#waiters = [];
-      for (const wake of w) wake();
     })();
     return this.#closing;
   }

@@ -21,7 +21,7 @@ import { StreamstatsError } from '../errors.js';
 import { kafkaClient, LazyAdmin } from '../kafka/client.js';
 import { compressionCode } from '../kafka/compression.js';
 import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
-import { PRODUCER_DEFAULTS, ProducerSet, validateProducerOptions, type ProducerOptions } from '../kafka/producer.js';
+import { disconnectTimeoutMs, PRODUCER_DEFAULTS, ProducerSet, validateProducerOptions, type ProducerOptions } from '../kafka/producer.js';
 import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
 import { TopicLimits } from '../kafka/topics.js';
 import type { DeadLetter, DeadLetterEntry } from './types.js';
@@ -115,7 +115,7 @@ export class KafkaDeadLetter implements DeadLetter {
     const kafka = kafkaClient(opts.kafka, opts.logger);
     // The limit is read once: the admin connection is not kept for it.
     const admin = new LazyAdmin(kafka);
-    this.#limits = new TopicLimits({ topic: opts.topic, admin: () => admin.get(), logger: opts.logger, withPartitions: false, after: () => admin.close(5000) });
+    this.#limits = new TopicLimits({ topic: opts.topic, admin: () => admin.get(), logger: opts.logger, withPartitions: false, after: () => admin.close(disconnectTimeoutMs(opts.closeTimeoutMs ?? PRODUCER_DEFAULTS.closeTimeoutMs)) });
     this.#producers = new ProducerSet(kafka, opts.logger, (kafka) => ({
       producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }),
       transactional: false,

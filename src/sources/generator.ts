@@ -30,38 +30,86 @@ export interface GeneratedPoint {
   readonly json: string;
 }
 
-/** Yields the points one by one; the source and the Kafka producer command both use it. */
-export function* generatePoints(cfg: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs' | 'startMs' | 'seed'>): Generator<GeneratedPoint> {
-  const rand = prng(cfg.seed);
-  const tenant = hex(rand, 32);
-  const hosts = Array.from({ length: cfg.hosts }, () => `${hex(rand, 8)}-${hex(rand, 4)}-${hex(rand, 4)}-${hex(rand, 4)}-${hex(rand, 12)}`);
-  const width = Math.max(3, String(cfg.metrics - 1).length);
-  const names = Array.from({ length: cfg.metrics }, (_, i) => `aaa.perf_${String(i).padStart(width, '0')}`);
-  const perRound = cfg.metrics * cfg.hosts;
-  // The envelope up to the timestamp depends only on (metric, host): build each once, on first use.
-  const heads = new Map<number, string>();
-  const tail = `,"value_meta":{}},"meta":{"tenantId":"${tenant}","region":"RegionOne"},"creation_time":`;
-  for (let i = 0; i < cfg.count; i++) {
-    const round = Math.floor(i / perRound);
-    const within = i % perRound;
-    const m = within % cfg.metrics;
-    const h = Math.floor(within / cfg.metrics);
+type GeneratorShape = Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs' | 'startMs' | 'seed'>;
+
+/**
+ * The points as parts of their JSON: head (depends only on the metric and host), then timestamp,
+ * `,"value":`, value, tail, creation time in seconds, `}`. The source writes these parts straight into
+ * its batch buffer; generatePoints joins them into strings.
+ */
+class PointStream {
+  readonly tail: string;
+  readonly names: string[];
+  readonly #hosts: string[];
+  readonly #tenant: string;
+  readonly #rand: () => number;
+  readonly #cfg: GeneratorShape;
+  readonly #perRound: number;
+  i = 0;
+  timestamp = 0;
+  value = 0;
+  /** Index of the (metric, host) pair of the current point. */
+  within = 0;
+
+  constructor(cfg: GeneratorShape) {
+    this.#cfg = cfg;
+    this.#rand = prng(cfg.seed);
+    this.#tenant = hex(this.#rand, 32);
+    this.#hosts = Array.from({ length: cfg.hosts }, () => `${hex(this.#rand, 8)}-${hex(this.#rand, 4)}-${hex(this.#rand, 4)}-${hex(this.#rand, 4)}-${hex(this.#rand, 12)}`);
+    const width = Math.max(3, String(cfg.metrics - 1).length);
+    this.names = Array.from({ length: cfg.metrics }, (_, i) => `aaa.perf_${String(i).padStart(width, '0')}`);
+    this.#perRound = cfg.metrics * cfg.hosts;
+    this.tail = `,"value_meta":{}},"meta":{"tenantId":"${this.#tenant}","region":"RegionOne"},"creation_time":`;
+  }
+
+  /** Advances to the next point; false at the end. */
+  next(): boolean {
+    const cfg = this.#cfg;
+    if (this.i >= cfg.count) return false;
+    const round = Math.floor(this.i / this.#perRound);
+    this.within = this.i % this.#perRound;
     // Jitter inside the round: points of one round arrive slightly out of order, as from real agents.
-    const timestamp = cfg.startMs + round * cfg.intervalMs + Math.floor(rand() * Math.min(1000, cfg.intervalMs));
-    const value = Math.floor(rand() * 1000);
-    const name = names[m]!;
-    let head = heads.get(within);
-    if (head === undefined) {
-      head =
-        `{"metric":{"name":"${name}","dimensions":{"cloud_name":"monasca","cluster":"compute","component":"vm",` +
-        `"container":"container_0","control_plane":"ccp","hostname":"agent_${h}","resource_id":"${hosts[h]}",` +
-        `"service":"service_0","tenant_id":"${tenant}","zone":"nova"},"timestamp":`;
-      if (heads.size < 1_000_000) heads.set(within, head);
-    }
-    const json = `${head}${timestamp},"value":${value}${tail}${Math.floor(timestamp / 1000)}}`;
-    yield { name, host: h, timestamp, value, json };
+    this.timestamp = cfg.startMs + round * cfg.intervalMs + Math.floor(this.#rand() * Math.min(1000, cfg.intervalMs));
+    this.value = Math.floor(this.#rand() * 1000);
+    this.i++;
+    return true;
+  }
+
+  get metric(): number {
+    return this.within % this.#cfg.metrics;
+  }
+
+  get host(): number {
+    return Math.floor(this.within / this.#cfg.metrics);
+  }
+
+  head(): string {
+    return (
+      `{"metric":{"name":"${this.names[this.metric]!}","dimensions":{"cloud_name":"monasca","cluster":"compute","component":"vm",` +
+      `"container":"container_0","control_plane":"ccp","hostname":"agent_${this.host}","resource_id":"${this.#hosts[this.host]!}",` +
+      `"service":"service_0","tenant_id":"${this.#tenant}","zone":"nova"},"timestamp":`
+    );
   }
 }
+
+/** Yields the points one by one; the Kafka producer command and the tests use it. */
+export function* generatePoints(cfg: GeneratorShape): Generator<GeneratedPoint> {
+  const s = new PointStream(cfg);
+  // The envelope up to the timestamp depends only on (metric, host): build each once, on first use.
+  const heads = new Map<number, string>();
+  while (s.next()) {
+    let head = heads.get(s.within);
+    if (head === undefined) {
+      head = s.head();
+      if (heads.size < 1_000_000) heads.set(s.within, head);
+    }
+    const json = `${head}${s.timestamp},"value":${s.value}${s.tail}${Math.floor(s.timestamp / 1000)}}`;
+    yield { name: s.names[s.metric]!, host: s.host, timestamp: s.timestamp, value: s.value, json };
+  }
+}
+
+const VALUE = Buffer.from(',"value":');
+const CLOSE = Buffer.from('}');
 
 export class GeneratorSource implements PullSource {
   readonly describe = 'generator';
@@ -85,9 +133,26 @@ export class GeneratorSource implements PullSource {
   async *batches(): AsyncIterable<SourceBatch> {
     const builder = new BatchBuilder(Math.min(this.batchMaxBytes, 1 << 20));
     const started = performance.now();
-    for (const p of generatePoints(this.cfg)) {
+    const s = new PointStream(this.cfg);
+    // The same bytes generatePoints would give, written in parts: no string per point is built (and
+    // measured, and copied) on the way into the batch.
+    const heads = new Map<number, Buffer>();
+    const tail = Buffer.from(s.tail);
+    while (s.next()) {
       if (this.#stopped) break;
-      builder.pushString(p.json);
+      let head = heads.get(s.within);
+      if (head === undefined) {
+        head = Buffer.from(s.head());
+        if (heads.size < 1_000_000) heads.set(s.within, head);
+      }
+      builder.append(head);
+      builder.appendUint(s.timestamp);
+      builder.append(VALUE);
+      builder.appendUint(s.value);
+      builder.append(tail);
+      builder.appendUint(Math.floor(s.timestamp / 1000));
+      builder.append(CLOSE);
+      builder.end();
       if (builder.count >= this.batchSize || builder.bytes >= this.batchMaxBytes) {
         this.#done += builder.count;
         yield { partition: 0, ...builder.take() };

@@ -141,7 +141,6 @@ export class WindowStore {
   readonly #sketchAccuracy: number;
   /** series key -> number of open windows holding it */
   readonly #seriesRefs = new Map<string, number>();
-  #maxEventMs = -Infinity;
   #watermark = -Infinity;
   readonly #clock: StreamClock;
   /** window start -> smallest source position that contributed to it (commits never pass it) */
@@ -159,10 +158,6 @@ export class WindowStore {
 
   get watermark(): number {
     return this.#watermark;
-  }
-
-  get maxEventMs(): number {
-    return this.#maxEventMs;
   }
 
   /** Stream time (the watermark + lateness), from a jump-resistant rule: see StreamClock. */
@@ -246,7 +241,6 @@ export class WindowStore {
       accepted += count;
     }
     if (positions !== undefined) this.#appliedEnd = positions.end;
-    if (result.maxEventMs > this.#maxEventMs) this.#maxEventMs = result.maxEventMs;
     this.#clock.observe(points);
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
@@ -282,13 +276,6 @@ export class WindowStore {
   /** End of a finite input: every window closes. */
   takeAll(): ClosedCell[] {
     return this.#take(() => true);
-  }
-
-  /** Oldest open window start, or null. */
-  oldestOpenWindow(): number | null {
-    let min: number | null = null;
-    for (const ws of this.#windows.keys()) if (min === null || ws < min) min = ws;
-    return min;
   }
 
   #take(pred: (ws: number) => boolean): ClosedCell[] {

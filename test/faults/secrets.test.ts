@@ -75,6 +75,26 @@ t.test('an unreachable or malformed PostgreSQL URL: the error line does not cont
   }
 });
 
+t.test('config errors and mistyped flags never echo a secret (issue 12): an unencoded "/" in a SINK password, ?password=, --kafka-sasl-pasword=', async (t) => {
+  const port = await freePort();
+  for (const [what, sink] of [
+    ['an unencoded "/" in the password (the URL does not parse)', `postgres://postgres:pg/${PG_PASSWORD}@127.0.0.1:${port}/test`],
+    ['an unencoded "/" and "@" in the password', `postgres://postgres:a/b@${PG_PASSWORD}@127.0.0.1:99999999/test`],
+    ['a ?password= parameter on a URL that does not parse', `postgres://postgres@127.0.0.1:99999999/test?sslmode=disable&password=${PG_PASSWORD}`],
+  ] as const) {
+    const r = await runCli({ SOURCE: 'generator', GEN_COUNT: '10', SINK: sink });
+    t.equal(r.code, 2, `${what}: a config error, exit 2`);
+    t.match(r.stderr, /^streamstats: SINK="postgres:\/\/[^"]*\*\*\*[^"]*" is not valid: /, `${what}: names SINK, the value with *** for the secret`);
+    t.same(leaks(r.stderr, PG_PASSWORD), [], `${what}: stderr does not contain the password`);
+  }
+  for (const argv of [[`--kafka-sasl-pasword=${SASL_PASSWORD}`], ['--kafka-sasl-pasword', SASL_PASSWORD]]) {
+    const r = await runToExit([CLI, ...argv], { ...process.env, LOG_LEVEL: 'debug', METRICS_PORT: '0' }, { keepStdout: false, timeoutMs: 30_000 });
+    t.equal(r.code, 2, `${argv.length === 1 ? '--flag=value' : '--flag value'}: exit 2`);
+    t.match(r.stderr, /argument="--kafka-sasl-pasword"/, 'the flag is named');
+    t.same(leaks(r.stderr, SASL_PASSWORD), [], 'its value is not echoed');
+  }
+});
+
 t.test('a SASL password is not in the logs, /metrics or the errors of a refused handshake', async (t) => {
   const topic = await createTopic(t, 1);
   const e = await spawnEngine(t, {

@@ -5,12 +5,13 @@
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import t, { type Test } from 'tap';
-import { createStatisticsApi, queryStatistics, type Statistics } from '../../src/api/index.js';
+import { ceilometerTime, createStatisticsApi, parseTokens, queryStatistics, type Statistics } from '../../src/api/index.js';
 import { Sketch } from '../../src/core/sketch.js';
-import { addSample, emptyMoments, stddev, type Moments } from '../../src/core/stats.js';
+import { ApiServer } from '../../src/http/api-server.js';
 import { HttpServer } from '../../src/http/server.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { Rng } from '../fixtures/gen.js';
+import { rowsOf } from '../fixtures/ceilometer/store.js';
 import { openSink, testSchema } from '../fixtures/pg.js';
 
 const W = 60_000; // stored window
@@ -18,6 +19,7 @@ const W = 60_000; // stored window
 const T0 = Date.parse('2020-02-11T12:01:00Z');
 const WINDOWS = 12;
 const ALPHA = 0.01;
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 
 interface Sample {
   name: string;
@@ -68,42 +70,10 @@ function generate(): Sample[] {
 
 /** The rows the engine would store: one per (series, topic, partition, window), m2 stored as stddev^2*count by the sink. */
 function toRows(samples: readonly Sample[]): StatsRow[] {
-  const cells = new Map<string, { s: Sample; start: number; m: Moments; sk: Sketch }>();
-  for (const s of samples) {
-    const start = Math.floor(s.ts / W) * W;
-    const key = JSON.stringify([s.name, s.unit, s.dims, s.topic, s.partition, start]);
-    let c = cells.get(key);
-    if (c === undefined) {
-      c = { s, start, m: emptyMoments(), sk: new Sketch(ALPHA) };
-      cells.set(key, c);
-    }
-    addSample(c.m, s.value, s.ts);
-    c.sk.add(s.value);
-  }
-  return [...cells.values()].map(({ s, start, m, sk }) => {
-    const row: StatsRow = {
-      name: s.name,
-      unit: s.unit,
-      groupby: { ...s.dims },
-      count: m.count,
-      sum: m.sum,
-      min: m.min,
-      max: m.max,
-      avg: m.mean,
-      stddev: stddev(m),
-      duration_start: new Date(m.tsMin).toISOString(),
-      duration_end: new Date(m.tsMax).toISOString(),
-      duration: (m.tsMax - m.tsMin) / 1000,
-      period: W / 1000,
-      period_start: new Date(start).toISOString(),
-      period_end: new Date(start + W).toISOString(),
-      topic: s.topic,
-      partition: s.partition,
-    };
-    // disk.read.bytes is stored without sketches: percentile on it is a 400.
-    if (s.name !== 'disk.read.bytes') row.sketch = sk.toJSON();
-    return row;
-  });
+  const rows = rowsOf(samples, W, ALPHA);
+  // disk.read.bytes is stored without sketches: percentile on it is a 400.
+  for (const row of rows) if (row.name === 'disk.read.bytes') delete row.sketch;
+  return rows;
 }
 
 // ---- the reference: the documented rules applied to raw samples ----
@@ -144,6 +114,8 @@ function matches(s: Sample, q: { field: string; op: string; value: string }): bo
 }
 
 interface RefStat extends Statistics {
+  /** Population stddev of the raw samples: the answer has it in aggregate.stddev when asked. */
+  stddev: number;
   values: number[];
   samples: Sample[];
 }
@@ -165,21 +137,21 @@ function reference(samples: readonly Sample[], meter: string, rq: RefQuery): Ref
     const sum = values.reduce((a, b) => a + b, 0);
     const avg = sum / n;
     const ts = g.map((s) => s.ts);
-    const ws = g.map((s) => Math.floor(s.ts / W) * W);
-    const ps = rq.period === undefined ? Math.min(...ws) : Math.floor(g[0]!.ts / (rq.period * 1000)) * rq.period * 1000;
-    const pe = rq.period === undefined ? Math.max(...ws) + W : ps + rq.period * 1000;
+    // Without period (Ceilometer): period 0, period_start/end = the first and last sample times.
+    const ps = rq.period === undefined ? Math.min(...ts) : Math.floor(g[0]!.ts / (rq.period * 1000)) * rq.period * 1000;
+    const pe = rq.period === undefined ? Math.max(...ts) : ps + rq.period * 1000;
     out.push({
       avg,
       count: n,
       duration: (Math.max(...ts) - Math.min(...ts)) / 1000,
-      duration_end: new Date(Math.max(...ts)).toISOString(),
-      duration_start: new Date(Math.min(...ts)).toISOString(),
+      duration_end: ceilometerTime(Math.max(...ts)),
+      duration_start: ceilometerTime(Math.min(...ts)),
       groupby: rq.groupby === undefined || rq.groupby.length === 0 ? null : Object.fromEntries(rq.groupby.map((f) => [f, fieldOf(g[0]!, f)])),
       max: Math.max(...values),
       min: Math.min(...values),
-      period: (pe - ps) / 1000,
-      period_end: new Date(pe).toISOString(),
-      period_start: new Date(ps).toISOString(),
+      period: rq.period ?? 0,
+      period_end: ceilometerTime(pe),
+      period_start: ceilometerTime(ps),
       sum,
       unit: g[0]!.unit,
       stddev: Math.sqrt(values.reduce((a, v) => a + (v - avg) ** 2, 0) / n),
@@ -209,13 +181,19 @@ function compare(t: Test, got: Statistics[], want: RefStat[], label: string): vo
     for (const f of ['count', 'period', 'min', 'max', 'duration'] as const) t.equal(g[f], w[f], `${where}: ${f}`);
     for (const f of ['sum', 'avg'] as const) t.ok(close(g[f], w[f], 1e-12), `${where}: ${f} ${g[f]} vs ${w[f]}`);
     // Values near 1e6 with a spread of a few units: relative 1e-7 of the stddev is far below any cancellation.
-    t.ok(close(g.stddev, w.stddev, 1e-7), `${where}: stddev ${g.stddev} vs ${w.stddev}`);
+    const sd = g.aggregate?.['stddev'];
+    if (sd !== undefined) t.ok(close(sd!, w.stddev, 1e-7), `${where}: aggregate.stddev ${sd} vs ${w.stddev}`);
     for (const f of ['period_start', 'period_end', 'duration_start', 'duration_end', 'unit'] as const) t.equal(g[f], w[f], `${where}: ${f}`);
     t.same(g.groupby, w.groupby, `${where}: groupby`);
   }
-  // Sorted by period_start first.
+  // Sorted by period bucket first (with period); then by unit and groupby values, bytewise. Without
+  // period each group's period_start is its own first sample time, so only the group order holds.
   const starts = got.map((g) => g.period_start);
-  t.same(starts, [...starts].sort(), `${label}: ordered by period_start`);
+  if (got.some((g) => g.period > 0)) t.same(starts, [...starts].sort(), `${label}: ordered by period_start`);
+  const groups = got.filter((g) => g.period_start === got[0]!.period_start).map((g) => JSON.stringify(Object.values(g.groupby ?? {}).map((v) => (v === null ? '\uffff' : String(v)))));
+  if (got.every((g) => g.groupby === null || Object.values(g.groupby).every((v) => typeof v === 'string' || v === null))) {
+    t.same(groups, [...groups].sort(), `${label}: groups in order`);
+  }
 }
 
 t.test('statistics API over the PostgreSQL store', async (t) => {
@@ -228,13 +206,17 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
   await sink.write({ rows, ndjson: () => '' });
 
   const logger = pino({ level: 'silent' });
-  const server = new HttpServer({ host: '127.0.0.1', port: 0, registry: new Registry(), ready: () => true, routes: createStatisticsApi({ pool, logger }) });
+  const server = new ApiServer({ host: '127.0.0.1', port: 0, routes: createStatisticsApi({ pool, logger, auth: parseTokens(`${ADMIN_TOKEN} admin\n`, 'tokens') }) });
   const port = await server.listen();
   t.teardown(() => server.close());
+  const ops = new HttpServer({ host: '127.0.0.1', port: 0, registry: new Registry(), ready: () => true });
+  const opsPort = await ops.listen();
+  t.teardown(() => ops.close());
   const base = `http://127.0.0.1:${port}`;
+  const auth = { 'x-auth-token': ADMIN_TOKEN };
 
   async function get(path: string, init?: RequestInit): Promise<{ status: number; body: unknown }> {
-    const res = await fetch(`${base}${path}`, init);
+    const res = await fetch(`${base}${path}`, { ...init, headers: { ...auth, ...init?.headers } });
     const text = await res.text();
     let body: unknown = text;
     try {
@@ -254,6 +236,8 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
     for (const q of rq.q ?? []) p.push(['q.field', q.field], ['q.op', q.op], ['q.value', q.value]);
     if (rq.period !== undefined) p.push(['period', String(rq.period)]);
     for (const g of rq.groupby ?? []) p.push(['groupby', g]);
+    // Every comparison checks the merged stddev too (a selectable aggregate, as in Ceilometer).
+    p.push(['aggregate.func', 'stddev']);
     return p;
   }
 
@@ -267,30 +251,56 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
     return got;
   }
 
-  await t.test('GET /v2/meters lists the meters, distinct and sorted; q filters on dimensions', async (t) => {
+  await t.test('GET /v2/meters: Ceilometer Meters, one per meter and resource, sorted; q filters; limit', async (t) => {
+    // The reference: one Meter per distinct (name, unit, dimensions) of the matching samples.
+    const meters = (pick: (s: Sample) => boolean) => {
+      const seen = new Map<string, Record<string, unknown>>();
+      for (const s of samples.filter(pick)) {
+        const m = {
+          name: s.name,
+          type: null,
+          unit: s.unit,
+          resource_id: s.dims['resource_id'] ?? null,
+          project_id: s.dims['project_id'] ?? null,
+          user_id: s.dims['user_id'] ?? null,
+          source: null,
+          meter_id: Buffer.from(`${s.dims['resource_id']}+${s.name}`).toString('base64'),
+        };
+        seen.set(JSON.stringify(m), m);
+      }
+      const key = (m: Record<string, unknown>) => `${String(m['name'])}\u0000${String(m['resource_id'])}`;
+      return [...seen.values()].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    };
     const all = await get('/v2/meters');
     t.equal(all.status, 200);
-    t.same(all.body, [
-      { name: 'cpu_util', unit: '%' },
-      { name: 'disk.read.bytes', unit: 'B' },
-      { name: 'latency', unit: 'ms' },
-      { name: 'vcpus', unit: null },
-    ]);
+    t.same(all.body, meters(() => true));
+    t.equal((all.body as unknown[]).length, 16, '6 + 6 + 3 resources of three meters, and vcpus');
+    t.same((all.body as Array<{ meter_id: string }>)[0]!.meter_id, Buffer.from('r0+cpu_util').toString('base64'), 'meter_id = base64(resource_id+name)');
     const p9 = await get('/v2/meters?q.field=project_id&q.op=eq&q.value=p9');
-    t.same(p9.body, [{ name: 'vcpus', unit: null }]);
+    t.same(p9.body, meters((s) => s.dims['project_id'] === 'p9'));
     const r4 = await get('/v2/meters?q.field=resource_id&q.value=r4');
-    t.same(r4.body, [{ name: 'cpu_util', unit: '%' }, { name: 'latency', unit: 'ms' }], 'q.op left out means eq');
+    t.same(r4.body, meters((s) => s.dims['resource_id'] === 'r4'), 'q.op left out means eq');
     const late = await get(`/v2/meters?q.field=timestamp&q.op=ge&q.value=${new Date(T0 + W).toISOString()}`);
-    t.same(late.body, [{ name: 'cpu_util', unit: '%' }, { name: 'disk.read.bytes', unit: 'B' }, { name: 'latency', unit: 'ms' }]);
+    t.same(late.body, meters((s) => s.ts >= T0 + W));
+    const two = await get('/v2/meters?limit=2');
+    t.same(two.body, meters(() => true).slice(0, 2), 'limit: the first ones');
+    t.same((await get('/v2/meters?unique=true')).body, all.body, 'unique: every answer is unique already');
   });
 
   await t.test('whole range of one meter: partials of all partitions and windows merged exactly', async (t) => {
     const [s] = await check(t, 'whole range', {});
     t.equal(s!.count, samples.filter((x) => x.name === 'cpu_util').length, 'every sample counted once');
     t.equal(s!.groupby, null, 'groupby is null without groupby');
-    t.same(Object.keys(s!).sort(), ['avg', 'count', 'duration', 'duration_end', 'duration_start', 'groupby', 'max', 'min', 'period', 'period_end', 'period_start', 'stddev', 'sum', 'unit']);
-    t.equal(s!.period_start, new Date(T0).toISOString());
-    t.equal(s!.period_end, new Date(T0 + WINDOWS * W).toISOString());
+    t.ok(s!.aggregate!['stddev']! > 0, 'stddev in aggregate when asked');
+    const plain = ((await get('/v2/meters/cpu_util/statistics')).body as Statistics[])[0]!;
+    // Ceilometer's Statistics fields; stddev only inside aggregate, and aggregate only when asked.
+    t.same(Object.keys(plain).sort(), ['avg', 'count', 'duration', 'duration_end', 'duration_start', 'groupby', 'max', 'min', 'period', 'period_end', 'period_start', 'sum', 'unit']);
+    const times = samples.filter((x) => x.name === 'cpu_util').map((x) => x.ts);
+    t.equal(plain.period, 0, 'period 0 without period');
+    t.equal(plain.period_start, ceilometerTime(Math.min(...times)), 'period_start: the first sample time');
+    t.equal(plain.period_end, ceilometerTime(Math.max(...times)), 'period_end: the last sample time');
+    t.equal(plain.period_start, plain.duration_start);
+    t.match(plain.duration_start, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?$/, 'naive UTC ISO 8601: no Z, six fraction digits when there is a fraction');
     await check(t, 'small meter', {}, 'disk.read.bytes');
   });
 
@@ -333,7 +343,7 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
   await t.test('period re-buckets windows into epoch-aligned buckets', async (t) => {
     const got = await check(t, 'period 180', { period: 180 });
     t.equal(got.length, 5, '12 windows from 12:01: buckets 12:00, 12:03, 12:06, 12:09, 12:12');
-    t.equal(got[0]!.period_start, '2020-02-11T12:00:00.000Z', 'aligned to the epoch, not to the first sample');
+    t.equal(got[0]!.period_start, '2020-02-11T12:00:00', 'aligned to the epoch, not to the first sample');
     t.equal(got[0]!.period, 180);
     await check(t, 'period 60', { period: 60 });
     await check(t, 'period 3600', { period: 3600 });
@@ -379,7 +389,7 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
         const where = `${meter} ${identity(g)}`;
         const agg = g.aggregate!;
         t.same(Object.keys(agg), ['stddev', 'cardinality/resource_id', 'percentile/95', 'percentile/50', 'percentile/10', 'count', 'cardinality/user_id'], `${where}: aggregate keys`);
-        t.equal(agg['stddev'], g.stddev, `${where}: aggregate stddev is the statistics' stddev`);
+        t.notOk('stddev' in g, `${where}: no top-level stddev`);
         t.equal(agg['count'], w.count);
         t.equal(agg['cardinality/resource_id'], new Set(w.samples.map((s) => s.dims['resource_id'])).size, `${where}: cardinality/resource_id`);
         const users = new Set(w.samples.map((s) => s.dims['user_id']).filter((u) => u !== undefined));
@@ -415,22 +425,41 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
     t.equal((await queryStatistics(pool, { meter: 'cpu_util', period: 60 }, { maxResults: 12 })).length, 12, 'exactly maxResults is allowed');
   });
 
+  await t.test('limit: the first statistics in the answer\'s order; unknown groupby fields are a 400', async (t) => {
+    const full = (await get(statsPath('cpu_util', [['period', '60'], ['groupby', 'project_id']]))).body as Statistics[];
+    const first = await get(statsPath('cpu_util', [['period', '60'], ['groupby', 'project_id'], ['limit', '5']]));
+    t.same(first.body, full.slice(0, 5));
+    const beyond = await queryStatistics(pool, { meter: 'cpu_util', period: 60, limit: 11 }, { maxResults: 11 });
+    t.equal(beyond.length, 11, 'with limit, more results than maxResults are cut, not refused');
+    const unknown = await get(statsPath('cpu_util', [['groupby', 'flavor']]));
+    t.equal(unknown.status, 400);
+    t.match(unknown.body, { error: /^groupby\[0\]="flavor" is not valid: no stored row of meter "cpu_util" that the query selects has that field/ });
+    const partly = await get(statsPath('cpu_util', [['groupby', 'user_id'], ['q.field', 'resource_id'], ['q.value', 'r5']]));
+    t.equal(partly.status, 400, 'unknown within the rows the query selects (r5 has no user_id)');
+    const someNull = await get(statsPath('cpu_util', [['groupby', 'user_id']]));
+    t.equal(someNull.status, 200, 'a field some rows lack groups them under null');
+  });
+
   await t.test('unknown meter: 200 with []', async (t) => {
     t.same(await get('/v2/meters/no.such.meter/statistics'), { status: 200, body: [] });
     t.same(await get(`/v2/meters/${encodeURIComponent('a/b é')}/statistics`), { status: 200, body: [] }, 'percent-encoded names');
   });
 
   await t.test('methods and paths', async (t) => {
-    const post = await fetch(`${base}/v2/meters/cpu_util/statistics`, { method: 'POST' });
+    const post = await fetch(`${base}/v2/meters/cpu_util/statistics`, { method: 'POST', headers: auth });
     t.equal(post.status, 405);
     t.equal(post.headers.get('allow'), 'GET, HEAD');
-    const head = await fetch(`${base}/v2/meters`, { method: 'HEAD' });
+    const head = await fetch(`${base}/v2/meters`, { method: 'HEAD', headers: auth });
     t.equal(head.status, 200);
     const other = await get('/v2/resources');
     t.equal(other.status, 404);
     t.match(other.body, { error: /GET \/v2\/meters/ });
-    t.equal((await get('/nothing')).status, 404, 'outside /v2 the server answers as before');
-    t.equal((await get('/healthz')).status, 200);
+    t.equal((await get('/nothing')).status, 404, 'outside /v2: 404');
+    // Its own listener: the probes and /metrics are not on the API port, and the API is not on theirs.
+    t.equal((await get('/healthz')).status, 404, 'no probes on the API port');
+    t.equal((await get('/metrics')).status, 404, 'no /metrics on the API port');
+    t.equal((await fetch(`http://127.0.0.1:${opsPort}/v2/meters`, { headers: auth })).status, 404, 'no API on the metrics port');
+    t.equal((await fetch(`http://127.0.0.1:${opsPort}/healthz`)).status, 200, 'the probes are on the metrics port');
   });
 
   await t.test('every bad query is a 400 that names the parameter and what is allowed', async (t) => {
@@ -450,8 +479,8 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
       ['q.op count mismatch', [['q.field', 'project_id'], ['q.field', 'user_id'], ['q.op', 'eq'], ['q.value', 'p1'], ['q.value', 'u1']], /^q\.op is given 1 times but q\.field 2 times/],
       ['q.type count mismatch', [['q.field', 'project_id'], ['q.value', 'p1'], ['q.type', 'string'], ['q.type', 'string']], /^q\.type is given 2 times but q\.field 1 times/],
       ['unknown q.type', [['q.field', 'project_id'], ['q.value', 'p1'], ['q.type', 'datetime']], /^q\.type\[0\]="datetime" is not valid: one of string, integer, float/],
-      ['partition not an integer', [['q.field', 'partition'], ['q.value', 'one']], /^q\.value\[0\]="one" is not valid for q\.field\[0\]="partition": an integer is allowed$/],
-      ['float q.type not a number', [['q.field', 'flavor'], ['q.value', 'x'], ['q.type', 'float']], /^q\.value\[0\]="x" is not valid for q\.field\[0\]="flavor": a number is allowed$/],
+      ['partition not an integer', [['q.field', 'partition'], ['q.value', 'one']], /^q\.value\[0\]="one" is not valid for q\.field\[0\]="partition": an integer from -2147483648 to 2147483647 is allowed$/],
+      ['float q.type not a number', [['q.field', 'flavor'], ['q.value', 'x'], ['q.type', 'float']], /^q\.value\[0\]="x" is not valid for q\.field\[0\]="flavor": a finite number \(at most about 1\.8e308\) is allowed$/],
       ['period not a multiple', [['period', '90']], /^period=90 is not valid: a multiple of the stored window period \(60 s\) is allowed$/],
       ['period zero', [['period', '0']], /^period="0" is not valid: a positive whole number of seconds/],
       ['period negative', [['period', '-60']], /^period="-60" is not valid: a positive whole number of seconds/],
@@ -463,13 +492,13 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
       ['percentile without param', [['aggregate.func', 'percentile']], /^aggregate\.func\[0\]=percentile needs an aggregate\.param: a number from 0 to 100/],
       ['percentile out of range', [['aggregate.func', 'percentile'], ['aggregate.param', '101']], /^aggregate\.param="101" is not valid for aggregate\.func\[0\]=percentile: a number from 0 to 100 is allowed$/],
       ['param nobody takes', [['aggregate.func', 'sum'], ['aggregate.param', 'resource_id']], /^aggregate\.param is given 1 times but only 0 aggregate\.func take one/],
-      ['unknown parameter', [['start', '2020-01-01']], /^unknown parameter "start": allowed are q\.field, q\.op, q\.value, q\.type, period, groupby, aggregate\.func, aggregate\.param$/],
+      ['unknown parameter', [['start', '2020-01-01']], /^unknown parameter "start": allowed are q\.field, q\.op, q\.value, q\.type, period, groupby, aggregate\.func, aggregate\.param, limit$/],
       ['groupby timestamp', [['groupby', 'timestamp']], /^groupby\[0\]="timestamp" is not valid: group by time with period/],
       ['groupby twice', [['groupby', 'project_id'], ['groupby', 'project_id']], /^groupby\[1\]="project_id" is given twice$/],
       ['empty q.field', [['q.field', ''], ['q.value', 'x']], /^q\.field\[0\] is empty/],
       ['percentile with no sketch stored', '/v2/meters/disk.read.bytes/statistics?aggregate.func=percentile&aggregate.param=95', /^aggregate\.func=percentile needs a quantile sketch in every stored row: \d+ rows of .* have none/],
-      ['percentile over sketches of different accuracy', '/v2/meters/mixed/statistics?aggregate.func=percentile&aggregate.param=50', /^aggregate\.func=percentile: the rows of 2020-02-11T12:01:00\.000Z hold sketches of different relative accuracy \(0\.01, 0\.02\), which cannot be merged$/],
-      ['meters: unknown parameter', '/v2/meters?period=60', /^unknown parameter "period": allowed are q\.field, q\.op, q\.value, q\.type$/],
+      ['percentile over sketches of different accuracy', '/v2/meters/mixed/statistics?aggregate.func=percentile&aggregate.param=50', /^aggregate\.func=percentile: the rows of 2020-02-11T12:01:00 hold sketches of different relative accuracy \(0\.01, 0\.02\), which cannot be merged$/],
+      ['meters: unknown parameter', '/v2/meters?period=60', /^unknown parameter "period": allowed are q\.field, q\.op, q\.value, q\.type, limit, unique$/],
       ['meters: unknown op', '/v2/meters?q.field=project_id&q.op=has&q.value=p1', /^q\.op\[0\]="has" is not valid/],
     ];
     for (const [label, pairs, message] of cases) {

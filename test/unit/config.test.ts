@@ -305,6 +305,10 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ REDIS_CLAIM_IDLE_MS: '2000', REDIS_BLOCK_MS: '5000' }, 'REDIS_CLAIM_IDLE_MS', '2000', /higher than REDIS_BLOCK_MS \(5000\)/],
     [{ REDIS_TLS_CA: '/nonexistent/ca.pem' }, 'REDIS_TLS_CA', '/nonexistent/ca.pem', /readable PEM file/],
     [{ REDIS_TLS_REJECT_UNAUTHORIZED: 'yes' }, 'REDIS_TLS_REJECT_UNAUTHORIZED', 'yes', /one of true, false/],
+    // The statistics API's options (all their messages: test/unit/api-config.test.ts).
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_PORT: '65536' }, 'API_PORT', '65536', INT(0, 65535)],
+    [{ API_TOKENS_FILE: '/nonexistent/tokens' }, 'API_TOKENS_FILE', '/nonexistent/tokens', /needs SINK=postgres/],
+    [{ API_AUTH: 'basic' }, 'API_AUTH', 'basic', /one of token, none is allowed/],
   ];
   for (const [env, variable, value, allowed] of cases) bad(t, env, variable, value, allowed, `${JSON.stringify(env)}`);
 
@@ -321,7 +325,7 @@ t.test('every validation path names the variable, the value and what is allowed'
 
   // Every option with a checked value has at least one case above.
   const tested = new Set(cases.map(([, v]) => v));
-  const unchecked = new Set(['KAFKA_GROUP_ID', 'KAFKA_CLIENT_ID', 'KAFKA_SASL_PASSWORD', 'METRICS_HOST', 'JSON_NAME', 'JSON_UNIT', 'JSON_DIMENSIONS', 'JSON_TIMESTAMP', 'JSON_VALUE']);
+  const unchecked = new Set(['KAFKA_GROUP_ID', 'KAFKA_CLIENT_ID', 'KAFKA_SASL_PASSWORD', 'METRICS_HOST', 'API_HOST', 'JSON_NAME', 'JSON_UNIT', 'JSON_DIMENSIONS', 'JSON_TIMESTAMP', 'JSON_VALUE']);
   for (const o of OPTIONS) if (!unchecked.has(o.env)) t.ok(tested.has(o.env), `${o.env} has a validation case`);
 });
 
@@ -654,4 +658,11 @@ t.test('a mistyped flag is reported by name only, in either form', async (t) => 
     t.notMatch((err as Error).message, new RegExp(SECRET), 'without the value');
     t.match((err as Error).message, /^argument="--[a-z-]+pasword" /, 'naming the flag');
   }
+});
+
+t.test('a parsed secret that is no string (the API token table) gives its secrets through secretValues()', async (t) => {
+  const tokens = { secretValues: () => ['tok-S3cr3t-aaaaaaaaaaaaaaaa'], toJSON: () => ({ tokens: 1 }) };
+  const c = { ...parseConfig({}, CPUS), api: { enabled: true, host: '127.0.0.1', port: 0, tokens } };
+  t.ok(configSecrets(c).includes('tok-S3cr3t-aaaaaaaaaaaaaaaa'), 'among the config secrets');
+  t.equal(redactSecrets('bad token tok-S3cr3t-aaaaaaaaaaaaaaaa', configSecrets(c)), 'bad token ***', 'so no printed line shows it');
 });

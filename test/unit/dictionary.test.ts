@@ -55,3 +55,19 @@ t.test('an id the main thread never learned is an error, not a wrong series', as
   const wire = w.decodeBatchCompact(b.buffer, b.offsets, 0);
   t.throws(() => dicts.expand({ ...wire, newKeys: [] }), /unknown in dictionary/);
 });
+
+t.test('a dictionary over its byte bound starts over too; the main thread follows', async (t) => {
+  const worker = new Decoder(settings(), { maxDictionaryBytes: 4000 });
+  const plain = new Decoder(settings());
+  const dicts = new SeriesDictionaries(4);
+  const seen = new Set<number>();
+  for (let round = 0; round < 4; round++) {
+    const names = Array.from({ length: 10 }, (_, i) => `bytes-${round}-${i}`);
+    const b1 = batch(names, 1_700_000_000_000);
+    const b2 = batch(names, 1_700_000_000_000);
+    const wire = worker.decodeBatchCompact(b1.buffer, b1.offsets, 0);
+    seen.add(wire.dict);
+    t.same(untimed(dicts.expand(wire)), untimed(plain.decodeBatch(b2.buffer, b2.offsets, 0)), `round ${round}: same result`);
+  }
+  t.ok(seen.size >= 2, `replaced when over the byte bound (${seen.size} dictionaries)`);
+});

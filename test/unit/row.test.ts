@@ -47,3 +47,21 @@ for (const withSketch of [false, true]) {
     t.equal(checked, 1000);
   });
 }
+
+t.test('duration_start/end equal toISOString of the event times (cached minutes, fractional ms, both ends of the range)', async (t) => {
+  const rng = new Rng(23);
+  const f = new RowFormatter(60_000, 1000);
+  const times = [0, 999.9, 59_999, 60_000, 253_402_300_799_999, 951_782_400_000 /* 2000-02-29 */];
+  for (let i = 0; i < 500; i++) times.push(rng.int(0, 253_402_300_799) * 1000 + rng.int(0, 999) + (rng.next() < 0.2 ? rng.next() : 0));
+  const cells = times.map((ts, i) => {
+    const m = emptyMoments();
+    addSample(m, i, ts);
+    return { key: seriesKey(`m${i}`, null, [], null), windowStart: Math.floor(ts / 60_000) * 60_000, moments: m };
+  });
+  const b = f.format(cells);
+  for (let i = 0; i < times.length; i++) {
+    const want = new Date(times[i]!).toISOString();
+    if (b.rows[i]!.duration_start !== want || b.rows[i]!.duration_end !== want) t.fail(`${times[i]}: ${b.rows[i]!.duration_start} != ${want}`);
+  }
+  t.pass(`${times.length} event times`);
+});

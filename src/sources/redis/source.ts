@@ -8,12 +8,12 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import type { DeadLetter, DeadLetterEntry } from '../../sinks/types.js';
 import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
+import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
 import { idToPosition, positionMs, positionToId } from './position.js';
 import { keys, readPosition, slotOf, writePosition, type LaneKey, type PositionStore } from './positions.js';
 
@@ -22,7 +22,7 @@ export interface RedisSourceOptions {
   readonly engine: Engine;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  readonly deadLetter: DeadLetter;
+  readonly deadLetter: SourceDeadLetter;
   readonly batchSize: number;
   readonly batchMaxBytes: number;
   readonly maxMessageBytes: number;
@@ -215,27 +215,7 @@ export class RedisSource {
 
   async #deadLetterMissing(lane: Lane, missing: readonly Missing[]): Promise<void> {
     const { redis, metrics } = this.#o;
-    const entries: DeadLetterEntry[] = [];
-    for (const m of missing) {
-      // Dead-lettered before a restart already: acknowledged again, not written twice.
-      if (m.position < lane.replayBefore) continue;
-      entries.push({
-        time: new Date().toISOString(),
-        reason: 'missing_field',
-        detail: `redis entry ${m.id} of stream ${JSON.stringify(lane.stream)} has no field ${JSON.stringify(redis.field)} (REDIS_FIELD); its fields: ${m.fieldNames.join(', ') || 'none'}`,
-        source: this.describe,
-        partition: lane.id,
-        offset: String(m.position),
-        batch_seq: -1,
-        message_index: -1,
-        element: -1,
-        value: '',
-        value_encoding: 'utf8',
-        key: Buffer.from(m.id).toString('base64'),
-        topic: lane.stream,
-        kafka_partition: lane.slot,
-      });
-    }
+    const entries = missingFieldLetters(missing, { ...lane, field: redis.field, source: this.describe });
     if (entries.length > 0) {
       await this.#o.deadLetter.write(entries);
       metrics.records.inc({ result: 'missing_field' }, entries.length);
