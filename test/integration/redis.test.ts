@@ -66,3 +66,17 @@ t.test('two instances in one group share the stream and together emit the comple
   t.equal(bad, 0, 'the two instances\' partial rows add up to the independent computation');
   t.not(a.rows()[0]?.partition, b.rows()[0]?.partition, 'each instance\'s rows carry its own slot as partition');
 });
+
+t.test('REDIS_FROM=latest: a new group skips what the stream held and consumes what comes after', async (t) => {
+  const { stream, group, redis } = await freshStream(t);
+  const old = statements({ count: 500, seed: 6 });
+  await xadd(redis, stream, old.map((s) => s.json));
+  const e = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'l', REDIS_FROM: 'latest', IDLE_FLUSH_SECONDS: '5' });
+  await waitFor([e], () => e.pipeline.ready, 'in the group');
+  const fresh = statements({ count: 300, seed: 7 });
+  await xadd(redis, stream, fresh.map((s) => s.json));
+  await waitFor([e], drained([e], fresh.length), 'the new entries applied');
+  await new Promise((r) => setTimeout(r, 500));
+  await e.refresh();
+  t.equal(e.metric('streamstats_records_total', { result: 'ok' }), fresh.length, 'only the entries added after the group was created');
+});
