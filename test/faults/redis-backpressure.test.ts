@@ -31,6 +31,9 @@ t.test('a slow pool holds the source back: delivered but unapplied entries stay 
   t.ok(samples >= 5, `sampled ${samples} times`);
   t.ok(worst <= bound, `delivered - applied stayed at most ${bound} (worst ${worst})`);
   t.ok(e.metric('streamstats_records_total', { result: 'ok' }) < sts.length, 'the slow pool had not finished yet: the rest waited in Redis');
+  t.ok(e.metric('streamstats_consumer_lag_messages', { stream }) > 0, 'lag in entries: the undelivered ones');
+  t.ok(e.metric('streamstats_consumer_lag_seconds', { stream }) >= 1, `lag in seconds: the first undelivered entry was added seconds ago (${e.metric('streamstats_consumer_lag_seconds', { stream })} s)`);
+  t.ok(e.metric('streamstats_redis_pending_entries', { stream }) > 0, 'pending: delivered, not yet acknowledged');
   await waitFor([e], drained([e], sts.length), 'then everything is processed', 120_000);
   t.equal(e.metric('streamstats_records_total', { result: 'ok' }), sts.length, 'every entry once');
 });
