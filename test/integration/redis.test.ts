@@ -80,3 +80,26 @@ t.test('REDIS_FROM=latest: a new group skips what the stream held and consumes w
   await e.refresh();
   t.equal(e.metric('streamstats_records_total', { result: 'ok' }), fresh.length, 'only the entries added after the group was created');
 });
+
+t.test('two streams: each is a lane of its own, and each stream\'s rows equal its own computation', async (t) => {
+  const { stream, group, redis } = await freshStream(t);
+  const second = `${stream}-b`;
+  t.teardown(() => redis.del(second).then(() => {}, () => {}));
+  const s1 = statements({ count: 2000, seed: 11 });
+  const s2 = statements({ count: 1500, seed: 12, startMs: Date.parse('2024-03-05T10:00:00Z') });
+  await xadd(redis, stream, s1.map((s) => s.json));
+  await xadd(redis, second, s2.map((s) => s.json));
+  const e = startRedisEngine(t, { REDIS_STREAMS: `${stream},${second}`, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'm' });
+  await waitFor([e], drained([e], s1.length + s2.length), 'both streams applied');
+  for (const [key, sts] of [[stream, s1], [second, s2]] as const) {
+    const rows = e.rows().filter((r) => r.topic === key);
+    const exp = expectedRows(sts);
+    const bad = rows.filter((r) => {
+      const x = exp.get(rowKey(r));
+      return !(x !== undefined && r.count === x.count && close(r.sum, x.sum) && r.min === x.min && r.max === x.max);
+    });
+    t.equal(rows.length, exp.size, `${key}: every window once`);
+    t.equal(bad.length, 0, `${key}: rows equal the computation over that stream alone`);
+  }
+  t.equal(e.metric('streamstats_assigned_partitions'), 2, 'two lanes');
+});
