@@ -3,6 +3,7 @@
 import { createClient, RESP_TYPES } from 'redis';
 import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
+import type { Signal } from '../../async/index.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 
 export type Reply = Buffer | number | null | Reply[];
@@ -25,7 +26,10 @@ function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });
 }
 
-export async function connect(cfg: RedisConfig, logger: Logger, name: string): Promise<RedisConn> {
+/** Resolves null when `stop` is raised before the server answered (SIGTERM while Redis is down: no wait). */
+export async function connect(cfg: RedisConfig, logger: Logger, name: string): Promise<RedisConn>;
+export async function connect(cfg: RedisConfig, logger: Logger, name: string, stop: Signal): Promise<RedisConn | null>;
+export async function connect(cfg: RedisConfig, logger: Logger, name: string, stop?: Signal): Promise<RedisConn | null> {
   const tls = cfg.url.startsWith('rediss:');
   const client = createClient({
     url: cfg.url,
@@ -47,7 +51,13 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string): P
     logger.warn({ err, url: redactedRedisUrl(cfg) }, 'redis: connection error; reconnecting');
   });
   try {
-    await client.connect();
+    const connecting = client.connect();
+    const stopped = stop?.wait().then(() => 'stopped' as const);
+    if ((await Promise.race([connecting.then(() => 'open' as const), ...(stopped === undefined ? [] : [stopped])])) === 'stopped') {
+      connecting.catch(() => {});
+      client.destroy();
+      return null;
+    }
   } catch (err) {
     // The first connection's handshake failing on credentials: no retry either.
     if (REFUSED.test(String((err as Error).message))) throw refused(cfg, err as Error);

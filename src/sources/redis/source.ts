@@ -38,6 +38,8 @@ interface Lane extends LaneKey {
   /** Own lanes read new entries after their PEL; taken-over lanes end once their PEL is acknowledged. */
   readonly own: boolean;
   cursor: string;
+  /** Id of the last entry received: after a failed read, the PEL is read again from here. */
+  lastId: string;
   skipBelow: number;
   /** Restored appliedEnd: entries below it were processed (and dead-lettered, if so) by an earlier run. */
   readonly replayBefore: number;
@@ -80,7 +82,8 @@ export class RedisSource {
 
   async run(): Promise<void> {
     const { redis, logger } = this.#o;
-    const ctl = await connect(redis, logger, `${redis.consumer}:ctl`);
+    const ctl = await connect(redis, logger, `${redis.consumer}:ctl`, this.#stop);
+    if (ctl === null) return;
     this.#ctl = ctl;
     const timers: NodeJS.Timeout[] = [];
     try {
@@ -162,10 +165,11 @@ export class RedisSource {
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.slot };
     engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
-    const lane: Lane = { ...key, id, own, cursor: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
+    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');
-    const conn = await connect(redis, logger, `${redis.consumer}:${id}`);
+    const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
+    if (conn === null) return;
     lane.loop = this.#read(lane, conn).catch((err: unknown) => this.#fail(err)).finally(() => conn.close());
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
   }
@@ -185,6 +189,9 @@ export class RedisSource {
         attempt = 0;
       } catch (err) {
         attempt++;
+        // A reply lost with the connection still delivered its entries to us (they are in our PEL, and
+        // '>' never returns them again): read the PEL from the last entry we did receive first.
+        if (lane.cursor === '>') lane.cursor = lane.lastId;
         this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
         await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
         continue;
@@ -203,12 +210,14 @@ export class RedisSource {
       }
       lane.caughtUp = entries.length === 0;
       if (entries.length === 0) continue;
+      lane.lastId = entries[entries.length - 1]!.id;
       metrics.fetchBatchMessages.observe(entries.length);
       const split = splitEntries(entries, { laneId: lane.id, field, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
       // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
       count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
-      if (split.done.length > 0) await this.#ack(lane, split.done);
+      // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
+      if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       for (const b of split.batches) await engine.submit(b);
     }
   }
@@ -220,8 +229,9 @@ export class RedisSource {
       await this.#o.deadLetter.write(entries);
       metrics.records.inc({ result: 'missing_field' }, entries.length);
     }
-    // A dead-lettered entry is done: acknowledged at once (XACK is per entry, not a cumulative offset).
-    await this.#ack(lane, missing.map((m) => m.id));
+    // A dead-lettered entry is done: acknowledged at once (XACK is per entry, not a cumulative offset);
+    // if that fails, the next commit acknowledges it with the rest below its point.
+    await this.#ack(lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
   }
 
   async #ack(lane: Lane, ids: readonly string[]): Promise<void> {
