@@ -203,7 +203,7 @@ export const redisXapiScenario: Scenario = {
         'The naive loop computes count, sum, min and max per (verb, course, minute) and acknowledges as it reads (a crash loses its aggregates); streamstats computes mean and variance (Welford) per window, ' +
         'dead-letters bad entries, acknowledges only below emitted windows and keeps lag metrics, and hands each batch to a worker thread: at batch 1 every entry is a pool task of its own ' +
         `(${perEntryMs} ms of CPU per entry in one instance here), its worst case; ` +
-        ' it is built for its defaults (`REDIS_READ_COUNT=1000`, `BATCH_SIZE=4000`), where the producer, not the consumer, sets the pace. ' +
+        'it is built for its defaults (`REDIS_READ_COUNT=1000`, `BATCH_SIZE=4000`), where the producer, not the consumer, sets the pace. ' +
         'Two instances cannot add CPU on two shared cores; they show that a group of streamstats instances splits the stream and still emits complete statistics (tested in test/integration/redis.test.ts).',
       '',
       '**One run per cell on a loaded, shared 2-core machine** (about eight other sessions ran builds and tests at the same time, and absolute numbers moved by 4x between two runs of this scenario): the numbers are context, not a comparison to quote to two digits.',
