@@ -62,11 +62,12 @@ COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node
-EXPOSE 9464
-# The statistics API (API_PORT 8777) serves only with API_TOKENS_FILE (or API_AUTH=none) set, so it
-# is published on request: docker run -p 8777:8777 -v ./tokens:/run/secrets/tokens:ro \
-#   -e API_TOKENS_FILE=/run/secrets/tokens -e SINK=postgres://... ; inside a container the API binds
-# 0.0.0.0 (127.0.0.1 would be unreachable), the token file is what guards it.
+# The metrics port (/metrics and the probes) and the statistics API's (API_PORT). The API serves only
+# with API_TOKENS_FILE (or API_AUTH=none) set; publish it then:
+#   docker run -p 8777:8777 -v ./tokens:/run/secrets/tokens:ro -e API_TOKENS_FILE=/run/secrets/tokens \
+#     -e SINK=postgres://... streamstats
+# Inside a container the API binds 0.0.0.0 (127.0.0.1 would be unreachable): the token file guards it.
+EXPOSE 9464 8777
 # No curl in the slim image: node itself asks /healthz (the process is alive; /readyz is for
 # traffic decisions, see deploy/kubernetes). With METRICS_PORT=0 (any port) there is nothing to ask.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \

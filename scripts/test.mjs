@@ -1,13 +1,16 @@
 // `npm test`: build, make sure a Kafka broker is there (KAFKA_BROKERS, or the local one from
 // scripts/kafka.sh, started here and stopped after), then run tap with any arguments given.
 // `npm run test:faults` (--faults): the long fault-injection suite in test/faults instead.
+// --no-build skips the build, for a caller that has just built (CI runs test:faults after npm test).
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
 
-if (run('npm', ['run', 'build', '--silent']).status !== 0) process.exit(1);
+const argv = process.argv.slice(2);
+const noBuild = argv.includes('--no-build');
+if (!noBuild && run('npm', ['run', 'build', '--silent']).status !== 0) process.exit(1);
 
 let started = false;
 if (!process.env.KAFKA_BROKERS) {
@@ -24,7 +27,7 @@ const stop = () => {
   if (started) spawnSync('bash', ['scripts/kafka.sh', 'stop'], { cwd: root, stdio: 'ignore' });
   started = false;
 };
-const args = process.argv.slice(2);
+const args = argv.filter((a) => a !== '--no-build');
 const faults = args[0] === '--faults';
 const tapArgs = faults
   ? ['--include=dist/test/faults/**/*.test.js', '--exclude=**/fixtures/**', '--timeout=900', ...args.slice(1)]

@@ -46,7 +46,7 @@ export function decoderSettings(config: Config): DecoderSettings {
   };
 }
 
-export function createPullSource(config: Config): PullSource {
+function createPullSource(config: Config): PullSource {
   const opts = { batchSize: config.batchSize, batchMaxBytes: config.batchMaxBytes, maxMessageBytes: config.maxMessageBytes };
   switch (config.source.kind) {
     case 'generator':

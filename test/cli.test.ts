@@ -1,8 +1,10 @@
 // The command as a user runs it: a child process, env and flags, stdout for rows, stderr for the rest.
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { runCli, type CliIo } from '../src/cli/run.js';
 import { OPTIONS, flagFor } from '../src/config/options.js';
 import { freePort, runToExit, type Exited } from './fixtures/engine-process.js';
 import { testSchema } from './fixtures/pg.js';
@@ -211,4 +213,34 @@ t.test('a ?password= in the SINK URL is in no line the command prints: start-up 
   t.equal(failed.code, 1, 'an unreachable database: exit 1');
   t.match(failed.stderr, /streamstats: STREAMSTATS_SINK: /, 'the error line names the sink');
   t.notMatch(failed.stderr, new RegExp(SECRET), 'and does not contain the password');
+});
+
+t.test('runCli in-process: the streams, signals and exit it is given, and the status it resolves to', async (t) => {
+  const io = () => {
+    const out = { stdout: '', stderr: '', exits: [] as number[] };
+    const signals = new EventEmitter();
+    const cliIo: CliIo = {
+      stdout: { write: (s: string) => (out.stdout += s) },
+      stderr: { write: (s: string) => (out.stderr += s) },
+      exit: (code) => out.exits.push(code),
+      signals: signals as unknown as CliIo['signals'],
+    };
+    return { out, signals, cliIo };
+  };
+  const help = io();
+  t.equal(await runCli(['--help'], {}, help.cliIo), 0, '--help: 0');
+  t.match(help.out.stdout, /^streamstats: /, 'help on the given stdout');
+  const bad = io();
+  t.equal(await runCli(['--window-seconds', '0'], {}, bad.cliIo), 2, 'a bad option: 2');
+  t.equal(bad.out.stderr, 'streamstats: WINDOW_SECONDS="0" is not valid: an integer from 1 to 86400 is allowed\n', 'one line on the given stderr');
+  const dir = t.testdir();
+  const run = io();
+  const env = { GEN_COUNT: '500', LOG_LEVEL: 'silent', METRICS_PORT: '0', METRICS_HOST: '127.0.0.1', PROGRESS: 'off', WORKER_THREADS: '0', SINK: `file:${join(dir, 'rows.ndjson')}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}` };
+  t.equal(await runCli([], env, run.cliIo), 0, 'a generator run: 0');
+  t.match(run.out.stderr, /records\s+500: ok 500, rejected 0/, 'the summary on the given stderr');
+  t.equal(run.signals.listenerCount('SIGTERM'), 1, 'SIGTERM handled on the given emitter');
+  t.same(run.out.exits, [], 'no hard exit on a clean run');
+  const failing = io();
+  t.equal(await runCli([], { ...env, SINK: `postgres://u:pw-S3cr3t@127.0.0.1:${await freePort()}/test?password=q-S3cr3t` }, failing.cliIo), 1, 'an unreachable sink: 1');
+  t.notMatch(failing.out.stderr, /S3cr3t/, 'its error line without the password or the ?password= value');
 });

@@ -1,5 +1,5 @@
 // Where records come from and where rows and rejected records go: SOURCE, SINK, DEAD_LETTER.
-import { producibleCompressions, type KafkaCompression } from '../kafka/compression.js';
+import { compressionRefusal, type KafkaCompression } from '../kafka/compression.js';
 import { TOPIC_NAME_RULE, validTopicName } from '../kafka/topics.js';
 import type { Reader } from './reader.js';
 
@@ -11,6 +11,14 @@ export type SinkSpec =
   | { kind: 'postgres'; url: string }
   | { kind: 'kafka'; topic: string; exactlyOnce: boolean; compression: OutputCompression };
 export type DeadLetterSpec = { kind: 'file'; path: string } | { kind: 'stderr' } | { kind: 'kafka'; topic: string; compression: OutputCompression };
+
+/** OUTPUT_COMPRESSION, if this runtime can produce it (zstd needs a recent Node). */
+function outputCompression(r: Reader): OutputCompression {
+  const c = r.get('OUTPUT_COMPRESSION');
+  const refusal = compressionRefusal(c);
+  if (refusal !== null) throw r.fail('OUTPUT_COMPRESSION', c, `${refusal} is allowed`);
+  return c;
+}
 
 /** PATH of `file:PATH`, or null. */
 function filePath(s: string): string | null {
@@ -38,7 +46,7 @@ export function parseSink(r: Reader): SinkSpec {
   if (s === 'stdout') return { kind: 'stdout' };
   if (path !== null) return { kind: 'file', path };
   if (s === 'kafka') {
-    return { kind: 'kafka', topic: outputTopic(r, 'OUTPUT_TOPIC', 'SINK'), exactlyOnce: r.bool('EXACTLY_ONCE'), compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
+    return { kind: 'kafka', topic: outputTopic(r, 'OUTPUT_TOPIC', 'SINK'), exactlyOnce: r.bool('EXACTLY_ONCE'), compression: outputCompression(r) };
   }
   if (/^postgres(ql)?:\/\/./.test(s)) {
     try {
@@ -57,7 +65,7 @@ export function parseDeadLetter(r: Reader): DeadLetterSpec {
   if (s === 'stderr') return { kind: 'stderr' };
   if (path !== null) return { kind: 'file', path };
   if (s === 'kafka') {
-    return { kind: 'kafka', topic: outputTopic(r, 'DLQ_TOPIC', 'DEAD_LETTER'), compression: r.oneOf('OUTPUT_COMPRESSION', producibleCompressions()) };
+    return { kind: 'kafka', topic: outputTopic(r, 'DLQ_TOPIC', 'DEAD_LETTER'), compression: outputCompression(r) };
   }
   throw r.fail('DEAD_LETTER', s, 'file:PATH, stderr or kafka is allowed (rejected records are never dropped)');
 }

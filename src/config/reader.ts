@@ -81,8 +81,8 @@ export class Reader {
     return this.oneOf(name, ['true', 'false'] as const) === 'true';
   }
 
-  /** One of `allowed` (the row's values, or fewer where the runtime offers fewer: zstd). */
-  oneOf<T extends string>(name: OptionName, allowed: readonly T[]): T {
+  /** One of `allowed`. */
+  private oneOf<T extends string>(name: OptionName, allowed: readonly T[]): T {
     const s = this.raw(name);
     if (!(allowed as readonly string[]).includes(s)) throw this.fail(name, s, `one of ${allowed.join(', ')} is allowed`);
     return s as T;

@@ -21,10 +21,20 @@ function setAt(root: unknown, path: string, value: unknown): void {
   if (parent !== null && typeof parent === 'object') (parent as Record<string, unknown>)[keys[keys.length - 1]!] = value;
 }
 
+/** A parsed secret that is no string (a token table) lists its secret strings itself. */
+interface HoldsSecrets {
+  secretValues(): readonly string[];
+}
+
+function holdsSecrets(v: unknown): v is HoldsSecrets {
+  return v !== null && typeof v === 'object' && typeof (v as Partial<HoldsSecrets>).secretValues === 'function';
+}
+
 /** The secret values a config holds (a URL gives its credentials, decoded), for redactSecrets. */
 export function configSecrets(config: object): string[] {
   return MARKS.flatMap((m) => {
     const v = valueAt(config, m.at);
+    if (holdsSecrets(v)) return [...v.secretValues()];
     if (typeof v !== 'string' || v === '') return [];
     return m.kind === 'url' ? urlCredentials(v) : [v];
   });

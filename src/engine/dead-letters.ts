@@ -21,7 +21,7 @@ export interface DeadLetterSettings {
 }
 
 /** Cells the window store refused, with how many records each held. */
-export type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number }>;
+type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number }>;
 
 /** Where the entries of one batch come from: the batch, its lane, and which messages are replays. */
 export interface BatchOrigin {

@@ -1,4 +1,6 @@
-// NDJSON writer over a Writable with backpressure: write() resolves once the stream can take more.
+// NDJSON writer over a Writable. A write resolves once its text has left the stream's buffer (handed
+// to the file or pipe), not merely queued: the engine moves a commit point after this resolves, so
+// rows still in our memory must never count as written. Waiting for it is also the backpressure.
 import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { StreamstatsError } from '../errors.js';
@@ -47,17 +49,12 @@ export class NdjsonWriter {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
     const out = this.#stream();
-    if (!out.write(chunk)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          out.off('drain', done);
-          out.off('error', done);
-          resolve();
-        };
-        out.on('drain', done);
-        out.on('error', done);
+    await new Promise<void>((resolve) => {
+      out.write(chunk, (err) => {
+        if (err !== null && err !== undefined) this.#error ??= err;
+        resolve();
       });
-    }
+    });
     this.#throwIfFailed();
   }
 
@@ -74,17 +71,8 @@ export class NdjsonWriter {
         resolve();
       } else if (!this.#ownsStream) {
         // stdout/stderr stay open for the logger; wait until what we wrote is flushed.
-        if (!out.writableNeedDrain) {
-          resolve();
-          return;
-        }
-        const done = () => {
-          out.off('drain', done);
-          out.off('error', done);
-          resolve();
-        };
-        out.on('drain', done);
-        out.on('error', done);
+        if (!out.writableNeedDrain) resolve();
+        else void drained(out).then(resolve);
       } else {
         out.once('error', () => resolve());
         out.end(() => resolve());
@@ -92,4 +80,17 @@ export class NdjsonWriter {
     });
     return this.#closing;
   }
+}
+
+/** Resolves on the stream's next 'drain' or 'error' (the error itself is kept by #watch). */
+function drained(out: Writable): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('error', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('error', done);
+  });
 }

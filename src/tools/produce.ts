@@ -3,14 +3,17 @@
 // series so that a series stays in one partition. For tests, benchmarks and demos.
 // Configured by the environment only (see --help); any argument but --help and --version is refused
 // before a connection is made, so a mistyped invocation never loads a topic.
-import kafkajs from 'kafkajs';
+import kafkajs, { type Message } from 'kafkajs';
 import { parseConfig, unknownVariables, unknownVariablesWarning, type GeneratorConfig } from '../config/index.js';
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
 import { generatePoints } from '../sources/generator.js';
 import { kafkaClient } from '../kafka/client.js';
 import { compressionCode, compressionRefusal, KAFKA_COMPRESSIONS, type KafkaCompression } from '../kafka/compression.js';
-import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
+import { JavaCompatiblePartitioner, partitionForKey } from '../kafka/partitioner.js';
+import { PRODUCER_DEFAULTS } from '../kafka/producer.js';
+import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
+import { TopicLimits } from '../kafka/topics.js';
 import { createLogger } from '../logger.js';
 
 const { logLevel } = kafkajs;
@@ -31,7 +34,7 @@ const PRODUCE_HELP = [
   '                       gives the fixed timeline of the engine\'s built-in generator)',
   '  PRODUCE_PARTITIONS   partitions when the topic is created (default 4)',
   `  PRODUCE_COMPRESSION  ${KAFKA_COMPRESSIONS.join(' | ')} (default none; zstd needs Node >= 22.15)`,
-  '  PRODUCE_BATCH        messages per send (default 1000)',
+  '  PRODUCE_BATCH        messages per batch (default 1000); a batch goes out in sends that fit the topic',
 ].join('\n');
 
 /**
@@ -110,15 +113,22 @@ async function main(): Promise<number> {
   const created = (await admin.listTopics()).includes(topic)
     ? false
     : await admin.createTopics({ topics: [{ topic, numPartitions: opts.partitions }], waitForLeaders: true });
+  // A batch is cut into sends that fit the topic's record-batch limit per partition (the partition
+  // set here is the one the partitioner would pick), so a large PRODUCE_BATCH is never refused.
+  const limits = new TopicLimits({ topic, admin: async () => admin, logger, withPartitions: true });
+  await limits.read();
   await admin.disconnect();
+  const budget = requestBudget(PRODUCER_DEFAULTS.maxRequestBytes, limits.maxMessageBytes);
+  const partitions = limits.partitions;
   const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: JavaCompatiblePartitioner });
   await producer.connect();
   const started = performance.now();
   let sent = 0;
-  let pending: Array<{ key: string; value: string }> = [];
+  let pending: Message[] = [];
   const flush = async () => {
-    if (pending.length === 0) return;
-    await producer.send({ topic, acks: -1, compression: compressionCode(opts.compression), messages: pending });
+    for (const messages of chunkMessages(pending, budget, RECORD_OVERHEAD_BYTES)) {
+      await producer.send({ topic, acks: -1, compression: compressionCode(opts.compression), messages });
+    }
     sent += pending.length;
     pending = [];
   };
@@ -127,7 +137,8 @@ async function main(): Promise<number> {
   for (const p of generatePoints(generator)) {
     first = Math.min(first, p.timestamp);
     last = Math.max(last, p.timestamp);
-    pending.push({ key: `${p.name}|agent_${p.host}`, value: p.json });
+    const key = `${p.name}|agent_${p.host}`;
+    pending.push(partitions > 0 ? { key, value: p.json, partition: partitionForKey(key, partitions) } : { key, value: p.json });
     if (pending.length >= opts.batch) await flush();
   }
   await flush();

@@ -11,6 +11,9 @@ import { Rng } from '../fixtures/gen.js';
 import { assertStoreEquals, crashEngineEnv, expectedRows, idOf, keyedMessages, pgRows, points, produceTo, readTopic, spawnEngine } from '../fixtures/faults.js';
 
 const KILLS = Number(process.env['CRASH_KILLS'] ?? '10');
+// The two tests share nothing (own topics, group, schema) and spend most of their time waiting for
+// the group to expire a killed member (the 6 s session timeout, per kill): run them side by side.
+t.jobs = 2;
 // Big enough that the kills land while records are still being consumed (checked below).
 const W: Workload = { count: 120_000, metrics: 150, hosts: 4, seed: 21 };
 const PS = points(W);

@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import t, { type Test } from 'tap';
+import { TimeoutError, withTimeout } from '../../src/async/index.js';
 import type { DeadLetterEntry } from '../../src/sinks/dead-letter.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { startEngineProcess, until } from '../fixtures/engine-process.js';
@@ -51,11 +52,19 @@ function input(): string {
   return `${messages().map((m) => m.value).join('\n')}\n`;
 }
 
-/** The rows of the good records alone (file sink): what every run must deliver besides the refusals. */
-async function reference(t: Test): Promise<Map<string, StatsRow>> {
-  const r = await runPipeline(t, { ...ENV, SOURCE: 'file:$DIR/in.ndjson' }, { files: { 'in.ndjson': `${GOOD.map((p) => p.json).join('\n')}\n` } });
-  t.equal(r.summary.ok, GOOD.length, 'reference: all good records ok');
-  return new Map(r.rows.map((row) => [rowKey(row), row]));
+let referenceRows: Promise<Map<string, StatsRow>> | undefined;
+
+/**
+ * The rows of the good records alone (file sink): what every run must deliver besides the refusals.
+ * The same for every test, so it is computed once, by (and asserted in) the first test that asks.
+ */
+function reference(t: Test): Promise<Map<string, StatsRow>> {
+  referenceRows ??= (async () => {
+    const r = await runPipeline(t, { ...ENV, SOURCE: 'file:$DIR/in.ndjson' }, { files: { 'in.ndjson': `${GOOD.map((p) => p.json).join('\n')}\n` } });
+    t.equal(r.summary.ok, GOOD.length, 'reference: all good records ok');
+    return new Map(r.rows.map((row) => [rowKey(row), row]));
+  })();
+  return referenceRows;
 }
 
 function checkDeadLetters(t: Test, dlq: readonly DeadLetterEntry[]): void {
@@ -200,7 +209,8 @@ t.test('fatal means fatal: a sink that cannot go on turns /readyz 503 and exits 
     }
   })();
   await produce(topic, keyed(GOOD.slice(0, 100)));
-  const code = await Promise.race([e.exited, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 60_000))]);
+  // withTimeout clears its timer: a bare setTimeout here kept the test process alive for a minute.
+  const code = await withTimeout(e.exited, 60_000, 'the engine exit').catch((err: unknown) => (err instanceof TimeoutError ? 'hung' as const : Promise.reject(err)));
   await watch;
   t.not(code, 'hung', 'the process exits');
   t.not(code, 0, 'with a non-zero code');

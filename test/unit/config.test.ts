@@ -645,3 +645,10 @@ t.test('a mistyped flag is reported by name only, in either form', async (t) => 
     t.match((err as Error).message, /^argument="--[a-z-]+pasword" /, 'naming the flag');
   }
 });
+
+t.test('a parsed secret that is no string (the API token table) gives its secrets through secretValues()', async (t) => {
+  const tokens = { secretValues: () => ['tok-S3cr3t-aaaaaaaaaaaaaaaa'], toJSON: () => ({ tokens: 1 }) };
+  const c = { ...parseConfig({}, CPUS), api: { enabled: true, host: '127.0.0.1', port: 0, tokens } };
+  t.ok(configSecrets(c).includes('tok-S3cr3t-aaaaaaaaaaaaaaaa'), 'among the config secrets');
+  t.equal(redactSecrets('bad token tok-S3cr3t-aaaaaaaaaaaaaaaa', configSecrets(c)), 'bad token ***', 'so no printed line shows it');
+});

@@ -2,6 +2,7 @@
 // other and with the code (the CLI command, option names, defaults, metric names), and the image's
 // health check command works against a real HTTP server.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
@@ -17,6 +18,7 @@ import { KAFKA_METRICS, ROOT, freePort, loadYaml, loadYamlDocuments, metricNames
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
 const BIN = pkg.bin.streamstats!;
 const METRICS_PORT = Number(defaultOf('METRICS_PORT'));
+const API_PORT = Number(defaultOf('API_PORT'));
 const SHUTDOWN_TIMEOUT = Number(defaultOf('SHUTDOWN_TIMEOUT_SECONDS'));
 const KNOWN_OPTIONS = new Set<string>(OPTIONS.map((o) => o.env));
 
@@ -151,7 +153,7 @@ t.test('one Node major everywhere: the image, the node devDependency the tests r
   t.match(lock.packages['node_modules/@types/node']?.version ?? '', new RegExp(`^${imageMajor}\\.`), 'the Node types follow the runtime');
 });
 
-t.test('Dockerfile: non-root, exposes METRICS_PORT, runs the package.json bin, health check on /healthz', async (t) => {
+t.test('Dockerfile: non-root, exposes METRICS_PORT and API_PORT, runs the package.json bin, health check on /healthz', async (t) => {
   const users = final.body.filter((i) => i.cmd === 'USER').map((i) => i.args);
   t.ok(users.length > 0, 'the final stage sets USER');
   t.equal(users.at(-1), 'node', 'and runs as the image\'s node user');
@@ -160,11 +162,12 @@ t.test('Dockerfile: non-root, exposes METRICS_PORT, runs the package.json bin, h
   t.notOk(final.body.slice(userAt).some((i) => i.cmd === 'RUN' && /apt-get|chown|mkdir/.test(i.args)), 'setup that needs root happens before USER');
 
   const expose = final.body.filter((i) => i.cmd === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
-  t.same(expose, [`${METRICS_PORT}`], `EXPOSE ${METRICS_PORT}, the METRICS_PORT default`);
+  t.same([...expose].sort(), [`${METRICS_PORT}`, `${API_PORT}`].sort(), `EXPOSE ${METRICS_PORT} ${API_PORT}: the METRICS_PORT and API_PORT defaults, and nothing else`);
   const env = envOf(final);
   for (const k of Object.keys(env)) if (k !== 'NODE_ENV') t.ok(KNOWN_OPTIONS.has(k), `ENV ${k} is a streamstats option`);
   t.doesNotThrow(() => parseConfig(env), 'the image\'s ENV is a valid configuration');
   if (env.METRICS_PORT !== undefined) t.equal(Number(env.METRICS_PORT), METRICS_PORT, 'ENV METRICS_PORT matches EXPOSE');
+  if (env.API_PORT !== undefined) t.equal(Number(env.API_PORT), API_PORT, 'ENV API_PORT matches EXPOSE');
 
   const entrypoint = final.body.filter((i) => i.cmd === 'ENTRYPOINT');
   t.equal(entrypoint.length, 1, 'one ENTRYPOINT');
@@ -485,6 +488,47 @@ interface Container {
   readinessProbe: { httpGet: { path: string; port: string | number } };
 }
 
+interface PodSpec {
+  volumes?: { name: string; secret?: { secretName: string; defaultMode?: number; items?: unknown[] } }[];
+}
+interface MountedContainer {
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+
+function portOfContainer(c: Container, name: string): number | undefined {
+  return c.ports.find((p) => p.name === name)?.containerPort;
+}
+
+/**
+ * The API token file of the manifest: API_TOKENS_FILE is the key "tokens" of a Secret of the same
+ * manifest, mounted read-only. What the Secret holds as shipped is written to a temp file and parsed
+ * by the real config: it must be refused (a placeholder holds no token, so nobody runs with a token
+ * everyone who read the manifest knows). Then that content with one token line added, as an operator
+ * fills it in, is written there: the path returned, for the parse of the pod's whole environment.
+ */
+function k8sTokenFile(t: Test, docs: readonly K8sObject[], pod: PodSpec, c: Container & MountedContainer, env: Record<string, string>): string {
+  const path = env['API_TOKENS_FILE'] ?? '';
+  t.ok(path.startsWith('/'), `API_TOKENS_FILE is an absolute path (${path})`);
+  const mount = (c.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+  t.ok(mount, 'API_TOKENS_FILE is inside a volumeMount');
+  t.equal(mount?.readOnly, true, 'mounted read-only');
+  const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+  t.ok(volume?.secret, 'the mounted volume is a Secret');
+  t.equal(volume?.secret?.items, undefined, 'every key of the Secret is a file (no items list)');
+  t.equal(volume?.secret?.defaultMode, 0o440, 'mode 0440: readable by the pod\'s fsGroup, writable by nobody');
+  const key = path.slice((mount?.mountPath.replace(/\/$/, '') ?? '').length + 1);
+  const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === volume?.secret?.secretName) as (K8sObject & { stringData?: Record<string, string> }) | undefined;
+  t.ok(secret, `the Secret ${volume?.secret?.secretName} is in the manifest`);
+  const shipped = secret?.stringData?.[key];
+  t.type(shipped, 'string', `it holds the key ${key} (stringData)`);
+  const dir = t.testdir();
+  const file = join(dir, key);
+  writeFileSync(file, shipped ?? '', { mode: 0o600 });
+  t.throws(() => parseConfig({ ...env, API_TOKENS_FILE: file } as Env), { name: 'ConfigError', variable: 'API_TOKENS_FILE', message: /holds no token/ }, 'as shipped the token file is refused: it holds no token');
+  writeFileSync(file, `${shipped ?? ''}${randomBytes(32).toString('hex')} admin\n`, { mode: 0o600 });
+  return file;
+}
+
 /** Kubernetes CPU quantity: "4", "1.5", "3500m". */
 function cpuQuantity(q: string): number {
   const m = /^(\d+(?:\.\d+)?)(m?)$/.exec(String(q));
@@ -508,9 +552,14 @@ t.test('deploy/kubernetes/streamstats.yaml: a Deployment with probes, resources 
   const secretRefs = c.env.filter((e) => e.valueFrom?.secretKeyRef !== undefined);
   // A value from a Secret stands in here as what the Secret must hold.
   const env = Object.fromEntries(c.env.map((e) => [e.name, e.valueFrom?.secretKeyRef !== undefined ? 'postgres://user:secret@db.example:5432/streamstats' : (e.value ?? '')]));
-  checkEngineEnv(t, env, 'k8s');
+  const tokensFile = k8sTokenFile(t, docs, spec.template.spec as unknown as PodSpec, c as Container & MountedContainer, env);
+  checkEngineEnv(t, { ...env, API_TOKENS_FILE: tokensFile }, 'k8s (the token Secret filled in)');
   t.same(secretRefs.map((e) => e.name), ['SINK'], 'the sink URL (it holds a password) comes from a Secret, and only it');
-  t.equal(parseConfig(env as Env).sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to the container log');
+  const config = parseConfig({ ...env, API_TOKENS_FILE: tokensFile } as Env);
+  t.equal(config.sink.kind, 'postgres', 'statistics rows go to PostgreSQL, not to the container log');
+  t.match(config.api, { enabled: true, host: '0.0.0.0', port: API_PORT }, `the statistics API serves on every interface of the pod, port ${API_PORT}`);
+  t.equal(portOfContainer(c, 'api'), API_PORT, 'the container declares the API port as "api"');
+  t.ok((svc.spec as { ports: { targetPort: string | number }[] }).ports.some((p) => p.targetPort === 'api' || p.targetPort === API_PORT), 'the Service exposes the API port');
   t.equal(env.DEAD_LETTER, 'kafka', 'dead letters go to a topic (the dead-letter file has no rotation or cap)');
   t.match(env.DLQ_TOPIC ?? '', /^[A-Za-z0-9._-]+$/, 'DLQ_TOPIC set');
   const volumes = (spec.template.spec as unknown as { volumes?: { name: string; emptyDir?: { sizeLimit?: string } }[] }).volumes ?? [];

@@ -155,3 +155,42 @@ t.test('src/ and workers/ import no circle (type-only imports count)', async (t)
   const gone = KNOWN_CIRCLES.filter((c) => !named.includes(c));
   t.same(gone, [], 'every KNOWN_CIRCLES entry still exists (delete the ones that are gone)');
 });
+
+/**
+ * The layers of docs/ARCHITECTURE.md, as rules on direct imports: [files, what they may not import,
+ * why]. Paths are relative to the repository; a rule names folders by prefix and files exactly.
+ */
+const LAYERS: ReadonlyArray<readonly [string, readonly string[], string]> = [
+  ['workers/', ['src/'], 'the worker entry imports only src/core'],
+  ['src/core/', ['src/', 'workers/'], 'src/core is pure and shared with the workers'],
+  ['src/commit/', ['src/', 'workers/'], 'the commit contracts depend on nothing'],
+  ['src/sources/', ['src/sinks/', 'src/pipeline.ts'], 'sources know nothing of sinks (contracts: src/commit)'],
+  ['src/sinks/', ['src/sources/', 'src/engine/', 'src/pipeline.ts'], 'sinks know nothing of sources or the engine'],
+  ['src/engine/', ['src/sources/', 'src/sinks/', 'src/pipeline.ts'], 'the engine knows sources and sinks by their contracts only'],
+];
+/** Imports a rule allows although its prefix forbids them. */
+const ALLOWED = new Set(['workers/->src/core/', 'src/core/->src/core/', 'src/commit/->src/commit/', 'src/sinks/->src/sinks/', 'src/engine/->src/sources/types.ts', 'src/engine/->src/sinks/types.ts', 'src/sources/->src/sources/']);
+
+function allowed(rule: string, to: string): boolean {
+  for (const a of ALLOWED) {
+    const [from, target] = a.split('->') as [string, string];
+    if (from === rule && (target.endsWith('/') ? to.startsWith(target) : to === target)) return true;
+  }
+  return false;
+}
+
+t.test('imports follow the layers: sources and sinks never import each other, workers only src/core', async (t) => {
+  const files = [...tsFiles(join(ROOT, 'src')), ...tsFiles(join(ROOT, 'workers'))];
+  const graph = importGraph(files, (p) => readFileSync(p, 'utf8'));
+  const broken: string[] = [];
+  for (const [from, deps] of graph) {
+    const f = relative(ROOT, from);
+    for (const [prefix, forbidden, why] of LAYERS) {
+      if (!f.startsWith(prefix)) continue;
+      for (const d of deps.map((x) => relative(ROOT, x))) {
+        if (forbidden.some((x) => (x.endsWith('/') ? d.startsWith(x) : d === x)) && !allowed(prefix, d)) broken.push(`${f} imports ${d}: ${why}`);
+      }
+    }
+  }
+  t.same(broken, [], broken.length === 0 ? 'every import goes downward' : broken.join('\n'));
+});

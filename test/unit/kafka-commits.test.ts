@@ -5,14 +5,14 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { sleep } from '../../src/async/index.js';
 import { parseCommitMeta } from '../../src/commit/meta.js';
-import type { CommitPoint } from '../../src/commit/types.js';
+import type { CommitPoint, PositionStore } from '../../src/commit/types.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { Assignment } from '../../src/sources/kafka/assignment.js';
 import { Committer } from '../../src/sources/kafka/commits.js';
 
 type Offsets = Array<{ topic: string; partition: number; offset: string; metadata: string }>;
 
-function setup(o: { enabled?: boolean; failFirst?: number; slowMs?: number } = {}) {
+function setup(o: { from?: 'engine' | 'none' | PositionStore; failFirst?: number; slowMs?: number } = {}) {
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const table = new Assignment();
   const held = table.open([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 'u', partition: 0 }]);
@@ -38,7 +38,7 @@ function setup(o: { enabled?: boolean; failFirst?: number; slowMs?: number } = {
     metrics, logger: pino({ level: 'silent' }),
     consumer: () => connected,
     held: () => table.values(),
-    enabled: o.enabled ?? true,
+    from: o.from ?? 'engine',
   });
   return { c, held, points, sent, metrics, overlapped: () => overlapped, disconnect: () => (connected = null) };
 }
@@ -86,7 +86,7 @@ t.test('a failed commit is counted and the same point is sent again next time; c
 });
 
 t.test('nothing is committed between sessions, nor for a sink that stores its positions itself', async (t) => {
-  const a = setup({ enabled: false });
+  const a = setup({ from: 'none' });
   a.points.set(a.held[0]!.id, { position: 10, watermarkMs: 0, appliedEnd: 10 });
   await a.c.commit('interval');
   t.same(a.sent, []);
@@ -95,4 +95,31 @@ t.test('nothing is committed between sessions, nor for a sink that stores its po
   b.disconnect();
   await b.c.commit('interval');
   t.same(b.sent, []);
+});
+
+t.test('with a position store that is not the group, the group trails what the store holds', async (t) => {
+  const stored = new Map<string, Map<number, CommitPoint>>([['t', new Map([[0, { position: 30, watermarkMs: 60_000, appliedEnd: 35 }]])]]);
+  const asked: Array<[string, number[]]> = [];
+  let failReads = 0;
+  const store: PositionStore = {
+    readPositions: async (topic, lanes) => {
+      asked.push([topic, [...lanes]]);
+      if (failReads-- > 0) throw new Error('connection terminated');
+      return new Map(stored.get(topic) ?? []);
+    },
+  };
+  const s = setup({ from: store });
+  // The engine is further on than the store: rows of its later windows are still in flight.
+  s.points.set(s.held[0]!.id, { position: 50, watermarkMs: 120_000, appliedEnd: 60 });
+  await s.c.commit('interval');
+  t.same(asked, [['t', [0, 1]], ['u', [0]]], 'one read per topic, for the held partitions');
+  t.same(s.sent.map((b) => b.map((x) => [x.topic, x.partition, x.offset])), [[['t', 0, '30']]], 'the stored point, not the engine\'s');
+  t.same(parseCommitMeta(s.sent[0]![0]!.metadata), { watermarkMs: 60_000, appliedEnd: 35 });
+  failReads = 1;
+  stored.get('t')!.set(0, { position: 40, watermarkMs: 60_000, appliedEnd: 45 });
+  await s.c.commit('interval');
+  t.equal(s.sent.length, 1, 'the store could not be read: nothing committed');
+  t.equal((await s.metrics.commits.get()).values.find((v) => v.labels.result === 'error')?.value, 1, 'counted as a failed commit');
+  await s.c.commit('interval');
+  t.same(s.sent.at(-1)!.map((x) => x.offset), ['40'], 'the next commit caught up with the store');
 });

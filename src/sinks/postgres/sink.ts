@@ -49,7 +49,7 @@ ON CONFLICT (group_id, topic, partition) DO UPDATE SET
 const WRITE_ATTEMPTS = 5;
 
 /** Deadlock, serialization failure, a connection lost or the server going away: retrying can help. */
-export function isTransient(err: unknown): boolean {
+function isTransient(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return err instanceof Error && /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE/.test(err.message);
   return code === '40P01' || code === '40001' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03';
@@ -272,7 +272,7 @@ function sqlState(err: unknown): string | undefined {
  * cardinality (21000: one key twice in one upsert), program limits (54: an index row over the btree
  * maximum). Anything else (connection, resources, serialization, the server going away) is the sink's.
  */
-export function isRowError(err: unknown): boolean {
+function isRowError(err: unknown): boolean {
   const code = sqlState(err);
   return code !== undefined && (code.startsWith('22') || code.startsWith('23') || code.startsWith('54') || code === '21000');
 }

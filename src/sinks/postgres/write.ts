@@ -49,7 +49,7 @@ function sketchJson(r: StatsRow): string | null {
 }
 
 /** The rows as COPY text: one line each, columns in COLUMNS order. */
-export function copyData(rows: readonly PreparedRow[]): Buffer {
+function copyData(rows: readonly PreparedRow[]): Buffer {
   let out = '';
   for (const { row: r, series } of rows) {
     const sketch = sketchJson(r);
@@ -97,7 +97,7 @@ export function binaryProblem(r: StatsRow): string | null {
 }
 
 /** The rows as binary COPY data, columns in COLUMNS order. Rows must pass binaryProblem(). */
-export function copyDataBinary(rows: readonly PreparedRow[]): Buffer {
+function copyDataBinary(rows: readonly PreparedRow[]): Buffer {
   const w = new BinaryCopyWriter(rows.length * 200);
   for (const { row: r, series } of rows) {
     w.row(14);

@@ -2,10 +2,12 @@
 // committed (the oldest position still feeding an open window) with the emitted-window boundary as
 // metadata, so a restart replays exactly the open windows' input and skips what was emitted. Never
 // more than the engine's point; one commit at a time, in call order; an unchanged point is not sent
-// again.
+// again. With a position store that is not the group itself (PostgreSQL), the points it stored are
+// committed instead, trailing it: the store restores, the group's offsets are there for lag tools.
 import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { formatCommitMeta } from '../../commit/meta.js';
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { Held } from './assignment.js';
@@ -21,13 +23,14 @@ export interface CommitterOptions {
   /** The partitions held now. */
   readonly held: () => Iterable<Held>;
   /**
-   * False when a sink stores positions itself, with its rows (PostgreSQL: in its table; Kafka
-   * exactly-once: in its transactions, to this very group). Committing here too would race with it:
-   * the broker keeps the offset commit appended last to __consumer_offsets, and a transaction's
-   * offsets are appended before it commits, so a plain commit of an older point sent meanwhile wins,
-   * and the next owner emits windows again.
+   * Where the committed points come from. 'engine': its commit points. A PositionStore: the points
+   * it has stored (committed rows), so the group trails the store. 'none': a store that writes the
+   * group's offsets itself (the exactly-once Kafka sink, in its transactions): committing here too
+   * would race with it, since the broker keeps the offset commit appended last to
+   * __consumer_offsets and a transaction's offsets are appended before it commits, so a plain commit
+   * of an older point sent meanwhile wins, and the next owner emits windows again.
    */
-  readonly enabled: boolean;
+  readonly from: 'engine' | 'none' | PositionStore;
 }
 
 export class Committer {
@@ -48,13 +51,13 @@ export class Committer {
 
   async #commitNow(reason: CommitReason): Promise<void> {
     const consumer = this.#o.consumer();
-    if (consumer === null || !this.#o.enabled) return;
-    const { engine, metrics, logger } = this.#o;
+    if (consumer === null || this.#o.from === 'none') return;
+    const { metrics, logger } = this.#o;
+    const points = await this.#points();
+    if (points === null) return;
     const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
     const sent: Array<[Held, string]> = [];
-    for (const h of this.#o.held()) {
-      const cp = engine.commitPoint(h.id);
-      if (cp === null) continue;
+    for (const [h, cp] of points) {
       const metadata = formatCommitMeta(cp);
       const id = `${cp.position}|${metadata}`;
       if (id === this.#last.get(h)) continue;
@@ -73,5 +76,36 @@ export class Committer {
       metrics.commits.inc({ result: 'error' });
       logger.warn({ reason, err }, 'kafka: commit failed; the next one retries');
     }
+  }
+
+  /** The point of each held partition that has one; null when the store could not be read. */
+  async #points(): Promise<Array<[Held, CommitPoint]> | null> {
+    const held = [...this.#o.held()];
+    const from = this.#o.from;
+    const out: Array<[Held, CommitPoint]> = [];
+    if (from === 'engine') {
+      for (const h of held) {
+        const cp = this.#o.engine.commitPoint(h.id);
+        if (cp !== null) out.push([h, cp]);
+      }
+      return out;
+    }
+    if (from === 'none') return out;
+    const byTopic = new Map<string, Held[]>();
+    for (const h of held) byTopic.set(h.tp.topic, [...(byTopic.get(h.tp.topic) ?? []), h]);
+    try {
+      for (const [topic, hs] of byTopic) {
+        const stored = await from.readPositions(topic, hs.map((h) => h.tp.partition));
+        for (const h of hs) {
+          const cp = stored.get(h.tp.partition);
+          if (cp !== undefined) out.push([h, cp]);
+        }
+      }
+    } catch (err) {
+      this.#o.metrics.commits.inc({ result: 'error' });
+      this.#o.logger.warn({ err }, 'kafka: reading the stored positions to commit failed; the next commit retries');
+      return null;
+    }
+    return out;
   }
 }

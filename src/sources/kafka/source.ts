@@ -49,6 +49,12 @@ export interface KafkaSourceOptions {
   readonly maxMessageBytes?: number;
   /** A sink that stores positions with its rows: where a partition resumes is read from it. */
   readonly positions?: PositionStore;
+  /**
+   * With `positions`: whether the points it stored are committed to the group too, trailing it, so
+   * lag tools see the group (default false). Only for a store that is not the group's offsets
+   * itself: the exactly-once Kafka sink writes them in its transactions, and a second writer races.
+   */
+  readonly commitStoredPositions?: boolean;
 }
 
 export class KafkaSource {
@@ -89,7 +95,7 @@ export class KafkaSource {
       logger,
       consumer: () => this.#session?.consumer ?? null,
       held: () => this.#held.values(),
-      enabled: opts.positions === undefined,
+      from: opts.positions === undefined ? 'engine' : opts.commitStoredPositions === true ? opts.positions : 'none',
     });
     this.#supervisor = new Supervisor({
       session: () => this.#runSession(),
@@ -126,8 +132,8 @@ export class KafkaSource {
     const commitTimer = setInterval(() => void this.#committer.commit('interval'), kafka.commitIntervalMs);
     const tickTimer = setInterval(() => void this.#tick(), Math.min(1000, kafka.idleFlushMs));
     const lagTimer = setInterval(() => {
-      const admin = this.#session?.admin;
-      if (admin != null) void this.#lag.poll(admin);
+      const admin = this.#session?.admin ?? null;
+      if (admin !== null) void this.#lag.poll(admin);
     }, kafka.lagIntervalMs);
     try {
       await this.#supervisor.run();
