@@ -41,6 +41,7 @@ export function messageBytes(b: Pick<Batch, 'data' | 'offsets'>, i: number): Buf
  * a taken batch). Sources write messages straight into it, in parts (append* then end()).
  */
 export class BatchBuilder {
+  /** Made on the first append (EMPTY until then). */
   #buf: Buffer;
   #len = 0;
   #offsets: number[] = [0];
@@ -48,8 +49,8 @@ export class BatchBuilder {
   #capacity: number;
 
   constructor(initialBytes = 64 * 1024) {
-    this.#capacity = initialBytes;
-    this.#buf = sharedBuffer(initialBytes);
+    this.#capacity = Math.max(16, initialBytes);
+    this.#buf = EMPTY;
   }
 
   get count(): number {
@@ -133,7 +134,9 @@ export class BatchBuilder {
     const data = this.#buf.subarray(0, this.#len);
     const offsets = Uint32Array.from(this.#offsets);
     this.#capacity = Math.max(this.#capacity, this.#len + (this.#len >> 3));
-    this.#buf = sharedBuffer(this.#capacity);
+    // The next buffer is made on the next append: a builder whose last batch this was (one per Kafka
+    // fetch) allocates nothing more.
+    this.#buf = EMPTY;
     this.#len = 0;
     this.#offsets = [0];
     return { data, offsets };
@@ -141,7 +144,7 @@ export class BatchBuilder {
 
   #reserve(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
+    let size = Math.max(this.#buf.length * 2, this.#capacity);
     while (size < this.#len + n) size *= 2;
     const grown = sharedBuffer(size);
     this.#buf.copy(grown, 0, 0, this.#len);
@@ -160,6 +163,8 @@ function writeSmall(buf: Buffer, pos: number, n: number): number {
   }
   return pos + digits;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function sharedBuffer(bytes: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(bytes));
