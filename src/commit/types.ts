@@ -37,7 +37,9 @@ export interface SinkCommit extends LaneIdentity {
  * A store that keeps commit points with the rows (in the same transaction), so the rows and the point
  * can never disagree: the PostgreSQL sink (a table), the exactly-once Kafka sink (the group's offsets,
  * sent in its transactions). A source given one resumes each lane from it instead of from its own
- * commits, and commits nothing itself (two writers of one point would race).
+ * commits. Its own commits then only trail the store, for lag tools (the Kafka source's
+ * commitStoredPositions, on for PostgreSQL), and never where the store is the group's offsets
+ * itself (two writers of one point would race).
  */
 export interface PositionStore {
   /** The stored points of these lanes of `topic`; lanes without one are absent from the map. */

@@ -301,8 +301,16 @@ export class Engine {
     const ident = state.identity;
     const batch = this.#rows.format(cells, ident);
     const { metrics, sink } = this.#o;
+    const windows = new Set(cells.map((c) => c.windowStart)).size;
+    state.unwrittenCells += cells.length;
+    state.unwrittenWindows += windows;
+    this.#updateGauges();
     const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
-    const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined);
+    const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined).finally(() => {
+      state.unwrittenCells -= cells.length;
+      state.unwrittenWindows -= windows;
+      this.#updateGauges();
+    });
     const settle = async (): Promise<void> => {
       const result = await written;
       end();
@@ -349,8 +357,8 @@ export class Engine {
     let series = 0;
     let windows = 0;
     for (const s of this.#partitions.values()) {
-      series += s.store.openSeries;
-      windows += s.store.openWindows;
+      series += s.store.openSeries + s.unwrittenCells;
+      windows += s.store.openWindows + s.unwrittenWindows;
     }
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);

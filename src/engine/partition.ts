@@ -27,6 +27,12 @@ export interface PartitionState {
   point: CommitPoint | null;
   /** Writes handed to a pipelined sink and not yet settled; `writes` settles after the last of them. */
   writesInFlight: number;
+  /**
+   * Cells taken out of the store whose rows the sink has not yet written: still open for the
+   * open_series / open_windows gauges, so that 0 there means every closed window was written.
+   */
+  unwrittenCells: number;
+  unwrittenWindows: number;
   writes: Promise<void>;
 }
 
@@ -48,6 +54,8 @@ export function newPartition(id: number, init: PartitionInit, settings: StoreSet
     lastAppliedTimestampMs: null,
     point: null,
     writesInFlight: 0,
+    unwrittenCells: 0,
+    unwrittenWindows: 0,
     writes: Promise.resolve(),
   };
 }

@@ -1,7 +1,7 @@
 // Records the broker refuses for a reason of their own (MESSAGE_TOO_LARGE after the topic's
-// max.message.bytes was lowered, say): the limit is read again, the records now over it are set
-// aside, and the rest is sent once more, with a fresh producer (the refused send broke the old one's
-// sequence numbers, so the writer discards it before throwing).
+// max.message.bytes was lowered, say): the limit is read again, the unsent records are adjusted to it
+// (set aside, or cut to fit) and sent once more, with a fresh producer (the refused send broke the old
+// one's sequence numbers, so the writer discards it before throwing).
 import { retry } from '../async/index.js';
 import type { StreamstatsError } from '../errors.js';
 import { RECORD_OVERHEAD_BYTES } from './requests.js';
@@ -16,22 +16,27 @@ export class RecordsRefused extends Error {
 }
 
 /**
- * Runs `send(items)`; when it throws RecordsRefused, re-reads the limits, hands each unsent item now
- * over max.message.bytes to `refuse` and runs the rest once more. A refusal no item explains (nothing
- * is over the limit), or a second one, is not a record's fault: its `failure` is thrown.
+ * The unsent items adapted to the limit read again, or null when the limit explains nothing (no item
+ * changes): the refusal is then not the records' fault.
  */
-export async function sendRefusingOversize<T extends { readonly size: number }>(
-  items: readonly T[],
-  limits: TopicLimits,
-  send: (items: readonly T[]) => Promise<void>,
-  refuse: (item: T, why: string, maxMessageBytes: number) => void,
-): Promise<void> {
+export type AdjustToLimit<T> = (unsent: readonly T[], maxMessageBytes: number, why: string) => readonly T[] | null;
+
+/**
+ * Runs `send(items)`; when it throws RecordsRefused, re-reads the limits, adjusts the unsent items and
+ * runs them once more. A refusal the limit does not explain, or a second one, throws its `failure`.
+ */
+export async function sendAgainAfterRefusal<T>(items: readonly T[], limits: TopicLimits, send: (items: readonly T[]) => Promise<void>, adjust: AdjustToLimit<T>): Promise<void> {
   let pending = items;
   let refused: RecordsRefused | null = null;
   try {
     await retry(
       async (attempt) => {
-        if (attempt > 1 && refused !== null) pending = await dropOversize(pending.slice(refused.sent), refused, limits, refuse);
+        if (attempt > 1 && refused !== null) {
+          await limits.read(true);
+          const next = adjust(pending.slice(refused.sent), limits.maxMessageBytes, refused.why);
+          if (next === null) throw refused.failure;
+          pending = next;
+        }
         await send(pending);
       },
       {
@@ -49,16 +54,18 @@ export async function sendRefusingOversize<T extends { readonly size: number }>(
   }
 }
 
-async function dropOversize<T extends { readonly size: number }>(
+/** sendAgainAfterRefusal that hands each unsent item now over max.message.bytes to `refuse` and sends the rest. */
+export function sendRefusingOversize<T extends { readonly size: number }>(
   items: readonly T[],
-  err: RecordsRefused,
   limits: TopicLimits,
+  send: (items: readonly T[]) => Promise<void>,
   refuse: (item: T, why: string, maxMessageBytes: number) => void,
-): Promise<readonly T[]> {
-  await limits.read(true);
-  const max = limits.maxMessageBytes;
-  const keep = items.filter((x) => x.size + RECORD_OVERHEAD_BYTES <= max);
-  if (keep.length === items.length) throw err.failure;
-  for (const x of items) if (x.size + RECORD_OVERHEAD_BYTES > max) refuse(x, err.why, max);
-  return keep;
+): Promise<void> {
+  return sendAgainAfterRefusal(items, limits, send, (unsent, max, why) => {
+    const fits = (x: T) => x.size + RECORD_OVERHEAD_BYTES <= max;
+    const keep = unsent.filter(fits);
+    if (keep.length === unsent.length) return null;
+    for (const x of unsent) if (!fits(x)) refuse(x, why, max);
+    return keep;
+  });
 }

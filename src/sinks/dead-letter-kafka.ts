@@ -15,14 +15,17 @@
 // The value is the entry's bytes: the whole message, or for a record inside a JSON-array message
 // that record's JSON text. Headers of the original message are not kept (the entry does not carry them).
 // A dead letter is never refused for its size: one that would not fit the topic's max.message.bytes
-// (read from the broker) is cut, detail first, then value, and flagged.
+// (read from the broker, and read again when the broker refuses a send: it was lowered meanwhile) is
+// cut, detail first, then value, and flagged.
 import type { IHeaders, Message } from 'kafkajs';
 import { StreamstatsError } from '../errors.js';
 import { kafkaClient, LazyAdmin } from '../kafka/client.js';
 import { compressionCode } from '../kafka/compression.js';
 import { JavaCompatiblePartitioner } from '../kafka/partitioner.js';
 import { disconnectTimeoutMs, PRODUCER_DEFAULTS, ProducerSet, validateProducerOptions, type ProducerOptions } from '../kafka/producer.js';
-import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
+import { rowLevelRefusal } from '../kafka/errors.js';
+import { RecordsRefused, sendAgainAfterRefusal } from '../kafka/refusals.js';
+import { chunkMessages, messageBytes, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
 import { TopicLimits } from '../kafka/topics.js';
 import type { DeadLetter, DeadLetterEntry } from './types.js';
 
@@ -46,10 +49,12 @@ export const DLQ_HEADERS = {
 /** The detail header is cut at this many characters when a dead letter must shrink to fit. */
 const MAX_DETAIL_CHARS = 1024;
 
-function headerBytes(h: IHeaders): number {
-  let n = 0;
-  for (const [k, v] of Object.entries(h)) n += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.isBuffer(v) ? v.length : 0) + 8;
-  return n;
+
+
+/** A dead letter as built from its entry, and as cut to fit the topic's limit last read. */
+interface Letter {
+  readonly original: Message;
+  readonly m: Message;
 }
 
 /**
@@ -57,15 +62,14 @@ function headerBytes(h: IHeaders): number {
  * the detail header first, then the value, flagged with streamstats-truncated = original value size.
  */
 function fitDeadLetter(m: Message, maxBytes: number): Message {
+  if (messageBytes(m) + RECORD_OVERHEAD_BYTES <= maxBytes) return m;
   const value = m.value as Buffer;
   const key = m.key as Buffer | null;
   const headers = { ...(m.headers ?? {}) };
-  const size = () => (key?.length ?? 0) + value.length + headerBytes(headers) + RECORD_OVERHEAD_BYTES;
-  if (size() <= maxBytes) return m;
   const detail = headers[DLQ_HEADERS.detail];
   if (typeof detail === 'string' && detail.length > MAX_DETAIL_CHARS) headers[DLQ_HEADERS.detail] = `${detail.slice(0, MAX_DETAIL_CHARS)}...`;
   headers[DLQ_HEADERS.truncated] = String(value.length);
-  const room = Math.max(0, maxBytes - ((key?.length ?? 0) + headerBytes(headers) + RECORD_OVERHEAD_BYTES));
+  const room = Math.max(0, maxBytes - (messageBytes({ key, value: null, headers }) + RECORD_OVERHEAD_BYTES));
   return { key, value: value.subarray(0, Math.min(value.length, room)), headers };
 }
 
@@ -125,16 +129,33 @@ export class KafkaDeadLetter implements DeadLetter {
   async write(entries: readonly DeadLetterEntry[]): Promise<void> {
     if (entries.length === 0) return;
     await this.#limits.read();
+    const fit = (original: Message, max: number): Letter => ({ original, m: fitDeadLetter(original, max) });
+    const letters = entries.map((e) => fit(deadLetterMessage(e), this.#limits.maxMessageBytes));
+    // The topic's limit was lowered since it was read: the unsent dead letters are cut again, from
+    // their original bytes, to the limit read again.
+    await sendAgainAfterRefusal(letters, this.#limits, (xs) => this.#send(xs, entries.length), (unsent, max) => {
+      const again = unsent.map((x) => fit(x.original, max));
+      return again.some((x, i) => messageBytes(x.m) < messageBytes(unsent[i]!.m)) ? again : null;
+    });
+  }
+
+  #send(letters: readonly Letter[], entries: number): Promise<void> {
     const max = this.#limits.maxMessageBytes;
-    const messages = entries.map((e) => fitDeadLetter(deadLetterMessage(e), max));
     // Unkeyed dead letters may share a partition: cut requests by the topic's record-batch limit too.
-    const chunks = chunkMessages(messages, requestBudget(this.#o.maxRequestBytes ?? PRODUCER_DEFAULTS.maxRequestBytes, max), RECORD_OVERHEAD_BYTES);
-    await this.#producers.run('dead-letters', async (producer, slot) => {
+    const chunks = chunkMessages(letters.map((x) => x.m), requestBudget(this.#o.maxRequestBytes ?? PRODUCER_DEFAULTS.maxRequestBytes, max), RECORD_OVERHEAD_BYTES);
+    return this.#producers.run('dead-letters', async (producer, slot) => {
+      let sent = 0;
       try {
-        for (const messages of chunks) await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
+        for (const messages of chunks) {
+          await producer.send({ topic: this.#o.topic, acks: -1, compression: this.#codec, messages });
+          sent += messages.length;
+        }
       } catch (err) {
+        // A failed idempotent send leaves kafkajs's sequence numbers out of step: start afresh.
         void this.#producers.discard(slot);
-        throw new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${entries.length} dead letters to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+        const failure = new StreamstatsError('STREAMSTATS_SINK', `kafka: writing ${entries} dead letters to ${this.#o.topic} failed: ${(err as Error).message}`, { cause: err, canRetry: true });
+        const why = rowLevelRefusal(err);
+        throw why === null ? failure : new RecordsRefused(why, failure, sent);
       }
     });
   }

@@ -81,3 +81,32 @@ t.test('an answering sink: every batch applies, every window is emitted', async 
   t.same(rows, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'in order, once each');
   t.equal(engine.totals.rows, 10);
 });
+
+t.test('open_series counts a closed window until the sink has written it', async (t) => {
+  const s = settings({ windowMs: W });
+  const pool = new DecodePool({ threads: 0, maxInFlight: 1, settings: s, workerMaxMemoryMb: 256, taskTimeoutMs: 10_000 });
+  t.teardown(() => pool.close(1000));
+  const registry = new Registry();
+  const held: Array<() => void> = [];
+  const sink: Sink = { describe: 'held', write: () => new Promise<SinkWriteResult>((resolve) => held.push(() => resolve(WRITTEN_ALL))), close: async () => {} };
+  const engine = new Engine({
+    pool, sink, deadLetter: { describe: 'none', write: async () => {}, close: async () => {} }, metrics: createMetrics(registry),
+    logger: pino({ level: 'silent' }), sourceName: 'test', windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1,
+    maxSeries: 100, decoder: new Decoder(s), autoOpenPartitions: true,
+  });
+  const open = async () => Number((await registry.getSingleMetricAsString('streamstats_open_series')).match(/ (\d+)$/m)?.[1]);
+  await engine.submit(batchInWindow(0));
+  await engine.submit(batchInWindow(1));
+  for (let i = 0; i < 20 && held.length === 0; i++) await new Promise((r) => setImmediate(r));
+  t.equal(held.length, 1, 'window 0 closed and handed to the sink');
+  t.equal(await open(), 2, 'window 1 open, window 0 not yet written: both count');
+  held[0]!();
+  await engine.drain();
+  t.equal(await open(), 1, 'once written, only window 1');
+  const closing = engine.closeAll();
+  for (let i = 0; i < 20 && held.length === 1; i++) await new Promise((r) => setImmediate(r));
+  t.equal(await open(), 1, 'the last window counts while it is written');
+  held[1]!();
+  await closing;
+  t.equal(await open(), 0, 'and 0 means every window was written');
+});

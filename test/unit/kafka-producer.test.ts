@@ -9,7 +9,7 @@ import { compressionCode, compressionRefusal, KAFKA_COMPRESSIONS, producibleComp
 import { isConcurrentTransactions, isFencingError, rowLevelRefusal } from '../../src/kafka/errors.js';
 import { validateProducerOptions } from '../../src/kafka/producer.js';
 import { RecordsRefused, sendRefusingOversize } from '../../src/kafka/refusals.js';
-import { chunkMessages, RECORD_OVERHEAD_BYTES } from '../../src/kafka/requests.js';
+import { chunkMessages, messageBytes, RECORD_OVERHEAD_BYTES } from '../../src/kafka/requests.js';
 import { BROKER_DEFAULT_MAX_MESSAGE_BYTES, TOPIC_NAME_PATTERN, TopicLimits, validTopicName } from '../../src/kafka/topics.js';
 import { retryConcurrentTransactions } from '../../src/kafka/transactions.js';
 import { Lanes, type QueuedWrite } from '../../src/sinks/kafka/lanes.js';
@@ -46,6 +46,11 @@ t.test('requests are cut per partition by key and value bytes plus the record ov
   t.same(cut.map((c) => c.map((x) => x.partition)), [[0, 1, 0], [0]], 'partition 1 has its own budget');
   t.same(chunkMessages([m(undefined, 5000), m(undefined, 10)], 1000).map((c) => c.length), [1, 1], 'a message over the budget goes alone');
   t.same(chunkMessages([], 1000), [], 'nothing to send');
+  // Regression: a dead letter cut to the topic's limit counts its headers, so a small one before it
+  // does not share its record batch (the broker refused the pair with MESSAGE_TOO_LARGE).
+  const headers = { 'streamstats-reason': 'malformed_json', 'streamstats-detail': 'd'.repeat(300) };
+  t.equal(messageBytes({ key: 'k', value: 'vv', headers }), 1 + 2 + (18 + 14 + 8) + (18 + 300 + 8), 'key, value, and each header with its name and framing');
+  t.same(chunkMessages([{ key: null, value: 'x' }, { key: null, value: Buffer.alloc(600), headers }], 1000, 100).map((c) => c.length), [1, 1], 'headers count');
   t.ok(RECORD_OVERHEAD_BYTES > 0);
 });
 

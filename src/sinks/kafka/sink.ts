@@ -31,7 +31,7 @@ import { writeIdempotent, type GroupWriteContext } from './writes.js';
 
 export class KafkaSink implements Sink {
   readonly describe: string;
-  /** In exactly-once mode the committed offsets travel in the sink's transactions: readPositions() reads them back. */
+  /** Exactly-once: the commit points travel in the sink's transactions (as the group's offsets); readPositions() reads them back. */
   readonly positions: PositionStore | undefined;
   readonly pipelined = true;
   readonly #o: KafkaSinkOptions;

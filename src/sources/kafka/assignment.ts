@@ -42,8 +42,6 @@ export function assignedPartitions(assignment: Readonly<Record<string, readonly 
 
 export class Assignment {
   readonly #held = new Map<string, Held>();
-  /** Kept past a drop until the engine finished the partition: its last rows still need the identity. */
-  readonly #identity = new Map<number, TopicPartition>();
   #nextId = 1;
   #gen = 0;
 
@@ -68,31 +66,18 @@ export class Assignment {
     return this.#held.get(tpKey(h.tp)) === h;
   }
 
-  /** The (topic, partition) behind an engine partition id. */
-  identity(id: number): TopicPartition | undefined {
-    return this.#identity.get(id);
-  }
-
   /** Starts a new generation holding `tps`, each under a fresh id; `ready` is set by the restore. */
   open(tps: readonly TopicPartition[]): Held[] {
     const gen = ++this.#gen;
     const held = tps.map((tp): Held => ({ id: this.#nextId++, tp, gen, ready: Promise.resolve(), seekTo: null }));
-    for (const h of held) {
-      this.#held.set(tpKey(h.tp), h);
-      this.#identity.set(h.id, h.tp);
-    }
+    for (const h of held) this.#held.set(tpKey(h.tp), h);
     return held;
   }
 
-  /** Empties the table; the caller forgets the identities once the engine has finished them. */
+  /** Empties the table (the engine got each partition's identity when it opened, and keeps it to the end). */
   clear(): Held[] {
     const old = [...this.#held.values()];
     this.#held.clear();
     return old;
-  }
-
-  forget(ids: Iterable<number>): void {
-    // Ids are never reused: a forgotten id cannot be held again.
-    for (const id of ids) this.#identity.delete(id);
   }
 }

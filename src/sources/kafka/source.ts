@@ -115,11 +115,6 @@ export class KafkaSource {
     return this.#session?.joined === true && this.#fatal === null;
   }
 
-  /** The (topic, partition) behind an engine partition id: stamped on rows. */
-  identity(id: number): TopicPartition | undefined {
-    return this.#held.identity(id);
-  }
-
   /** Stop fetching; run() then finishes in-flight batches, commits, leaves the group. Idempotent. */
   stop(): void {
     this.#stop.raise();
@@ -254,7 +249,7 @@ export class KafkaSource {
     if (o.keepLag !== true) this.#lag.clear();
     this.#intake.reset();
     this.#o.metrics.assignedPartitions.set(0);
-    return Promise.all(old.map((h) => this.#o.engine.dropPartition(h.id))).then(() => this.#held.forget(old.map((h) => h.id)));
+    return Promise.all(old.map((h) => this.#o.engine.dropPartition(h.id))).then(() => undefined);
   }
 
   /** Once a second: lag metrics, and idle flushing of caught-up partitions. */
