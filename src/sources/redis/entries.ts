@@ -34,7 +34,13 @@ export interface Split {
 
 export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): Split {
   const out: Split = { batches: [], done: [], missing: [], bytes: 0 };
-  const builder = new BatchBuilder(Math.min(o.batchMaxBytes, 1 << 20));
+  // Batch buffers are zero-filled shared memory, resident in full while a batch waits: size the first
+  // to what the first batch can hold (its entries' field bytes), not to a fixed 1 MiB per read.
+  let estimate = 64;
+  for (let i = 0; i < entries.length && i < o.batchSize && estimate < o.batchMaxBytes; i++) {
+    for (const f of entries[i]!.fields ?? []) estimate += f.length;
+  }
+  const builder = new BatchBuilder(Math.min(o.batchMaxBytes, estimate));
   let positions: string[] = [];
   let keys: Buffer[] = [];
   let oversized = new Map<number, { bytes: number }>();
