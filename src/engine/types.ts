@@ -5,6 +5,7 @@ import type { RejectReason } from '../core/messages.js';
 import type { Metrics } from '../metrics/index.js';
 import type { DecodePool } from '../pool/index.js';
 import type { DeadLetter, Sink } from '../sinks/types.js';
+import type { ChunkLimits } from './emission.js';
 
 export interface EngineOptions {
   readonly pool: DecodePool;
@@ -30,6 +31,8 @@ export interface EngineOptions {
   readonly autoOpenPartitions: boolean;
   /** Called once, when the engine cannot go on (an output failed): the pipeline stops and exits non-zero. */
   readonly onFatal?: (err: Error) => void;
+  /** Rows and estimated bytes per sink write of an emission (default EMIT_CHUNK_DEFAULTS). */
+  readonly emitChunk?: ChunkLimits;
   /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
   readonly maxWritesInFlight?: number;
 }
