@@ -35,7 +35,7 @@ export class Engine {
     this.#store = {
       windowMs,
       latenessMs: opts.allowedLatenessSeconds * 1000,
-      budget: new SeriesBudget(opts.maxSeries),
+      budget: new SeriesBudget(opts.maxSeries, opts.maxStateMb === undefined ? Infinity : opts.maxStateMb * 1024 * 1024),
       confirmRecords: opts.watermarkConfirmRecords,
       sketchAccuracy: (opts.percentiles?.length ?? 0) > 0 ? (opts.percentileAccuracy ?? 0.01) : 0,
     };

@@ -19,6 +19,8 @@ export interface EngineOptions {
   /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
   readonly watermarkConfirmRecords?: number;
   readonly maxSeries: number;
+  /** Estimated bytes of open series (MAX_STATE_MB); new series beyond it are series_limit. Default: no byte bound. */
+  readonly maxStateMb?: number;
   readonly decoder: Decoder;
   /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
   readonly percentiles?: readonly number[];
