@@ -88,6 +88,46 @@ export class StreamClock {
     this.#held = all.slice(i);
   }
 
+  /**
+   * observe() of the points of these partials (CELL layout, at the given offsets; see cellPoints),
+   * with the two common cases decided in one pass and no points built: with nothing held, a batch
+   * entirely within the jump bound (an in-order stream), and a batch entirely beyond it whose
+   * confirm-th latest record is within the bound of its latest (the whole stream moved on). Anything
+   * else goes through observe().
+   */
+  observeCells(cells: Float64Array, at: readonly number[]): void {
+    if (this.#held.length === 0 && this.#confirm <= MAX_FAST_CONFIRM) {
+      let tmin = Infinity;
+      let tmax = -Infinity;
+      let total = 0;
+      for (const o of at) {
+        const count = cells[o + CELL.COUNT]!;
+        if (count <= 0) continue;
+        total += count;
+        if (cells[o + CELL.TS_MIN]! < tmin) tmin = cells[o + CELL.TS_MIN]!;
+        if (cells[o + CELL.TS_MAX]! > tmax) tmax = cells[o + CELL.TS_MAX]!;
+      }
+      const limit = this.#stream + this.#jumpMs;
+      // Every point is within the bound: the chain takes them all, and nothing is ahead.
+      if (total === 0 || tmax <= limit) {
+        if (tmax > this.#stream) this.#stream = tmax;
+        return;
+      }
+      if (tmin > limit && total >= this.#confirm) {
+        const t = confirmedTime(cells, at, this.#confirm);
+        // Stream time jumps to the confirm-th latest record, and from there the chain takes the rest.
+        if (tmax - t <= this.#jumpMs) {
+          this.raise(t);
+          this.raise(tmax);
+          return;
+        }
+      }
+    }
+    const points: TimePoint[] = [];
+    for (const o of at) cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, cells[o + CELL.COUNT]!, points);
+    this.observe(points);
+  }
+
   /** Advances stream time over points (ascending) within the jump bound, from index i; returns the first point beyond it. */
   #chain(all: readonly TimePoint[], i: number): number {
     while (i < all.length && all[i]!.t <= this.#stream + this.#jumpMs) {
@@ -96,6 +136,43 @@ export class StreamClock {
     }
     return i;
   }
+}
+
+/** observeCells' fast path keeps the confirm latest points; beyond this many it sorts, as observe does. */
+const MAX_FAST_CONFIRM = 64;
+
+/**
+ * The time of the confirm-th latest record among the partials' points (cellPoints: n - 1 records at
+ * tsMin, one at tsMax), from the confirm latest points (each holds at least one record).
+ */
+function confirmedTime(cells: Float64Array, at: readonly number[], confirm: number): number {
+  const ts = new Float64Array(confirm);
+  const ns = new Float64Array(confirm);
+  let k = 0;
+  const offer = (t: number, n: number): void => {
+    if (n <= 0 || (k === confirm && t <= ts[k - 1]!)) return;
+    let i = k === confirm ? k - 1 : k++;
+    // Insertion into the descending top list.
+    while (i > 0 && ts[i - 1]! < t) {
+      ts[i] = ts[i - 1]!;
+      ns[i] = ns[i - 1]!;
+      i--;
+    }
+    ts[i] = t;
+    ns[i] = n;
+  };
+  for (const o of at) {
+    const count = cells[o + CELL.COUNT]!;
+    if (count <= 0) continue;
+    offer(cells[o + CELL.TS_MAX]!, 1);
+    offer(cells[o + CELL.TS_MIN]!, count - 1);
+  }
+  let acc = 0;
+  for (let i = 0; i < k; i++) {
+    acc += ns[i]!;
+    if (acc >= confirm) return ts[i]!;
+  }
+  return ts[k - 1]!;
 }
 
 /**
@@ -216,7 +293,8 @@ export class WindowStore {
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
     const cells = result.cells;
-    const points: TimePoint[] = [];
+    // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells).
+    const evidence: number[] = [];
     for (let o = 0; o < cells.length; o += CELL.STRIDE) {
       const key = result.series[cells[o + CELL.SERIES]!]!;
       const ws = cells[o + CELL.WINDOW_START]!;
@@ -265,11 +343,11 @@ export class WindowStore {
         tsMin: cells[o + CELL.TS_MIN]!,
         tsMax: cells[o + CELL.TS_MAX]!,
       });
-      cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, count, points);
+      evidence.push(o);
       accepted += count;
     }
     if (positions !== undefined) this.#appliedEnd = positions.end;
-    this.#clock.observe(points);
+    this.#clock.observeCells(cells, evidence);
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
   }
