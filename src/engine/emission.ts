@@ -76,6 +76,7 @@ export async function formatWhole(fmt: RowFormatter, chunks: readonly ClosedCell
   return {
     rows,
     ndjson: () => parts.map((p) => p.ndjson()).join(''),
+    ndjsonBytes: () => Buffer.concat(parts.map((p) => p.ndjsonBytes?.() ?? Buffer.from(p.ndjson()))),
     json: (i) => {
       const [p, j] = at(i);
       return p.json?.(j) ?? JSON.stringify(p.rows[j]);

@@ -36,6 +36,7 @@ t.test('formatWhole: chunked formatting reads back as one formatted batch', asyn
   const whole = await formatWhole(new RowFormatter(60_000, 100, []), splitCells(all, { rows: 1000, bytes: Number.MAX_SAFE_INTEGER }), where);
   t.same(whole.rows, one.rows);
   t.equal(whole.ndjson(), one.ndjson());
+  t.equal(whole.ndjsonBytes!().toString('utf8'), one.ndjson(), 'ndjsonBytes too');
   for (const i of [0, 999, 1000, 1001, 2500]) {
     t.equal(whole.json!(i), one.json!(i), `json(${i})`);
     t.equal(whole.identityKey!(i), one.identityKey!(i), `identityKey(${i})`);
