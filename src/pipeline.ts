@@ -133,6 +133,7 @@ export class Pipeline {
       allowedLatenessSeconds: config.allowedLatenessSeconds,
       watermarkConfirmRecords: config.watermarkConfirmRecords,
       maxSeries: config.maxSeries,
+      maxStateMb: config.maxStateMb,
       decoder: new Decoder(settings),
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,

@@ -41,6 +41,7 @@ export interface Config {
   percentiles: number[];
   percentileAccuracy: number;
   maxSeries: number;
+  maxStateMb: number;
   maxDimensions: number;
   maxMessageBytes: number;
   maxNameBytes: number;
@@ -163,6 +164,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     percentiles: parsePercentiles(r),
     percentileAccuracy: r.get('PERCENTILE_ACCURACY'),
     maxSeries: r.get('MAX_SERIES'),
+    maxStateMb: r.get('MAX_STATE_MB'),
     maxDimensions: r.get('MAX_DIMENSIONS'),
     maxMessageBytes: r.get('MAX_MESSAGE_BYTES'),
     maxNameBytes: r.get('MAX_NAME_BYTES'),

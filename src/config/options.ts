@@ -69,6 +69,7 @@ export const OPTIONS = [
   { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles (0..100) per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', ...num(0.0001, 0.1), help: 'relative accuracy of the percentile sketch' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', ...int(1, 100_000_000), help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
+  { env: 'MAX_STATE_MB', default: '512', group: 'limits', ...int(1, 1_048_576), help: 'estimated main-thread MiB of open series (about 512 + 6 x key bytes each); records of new series beyond it are dead-lettered (series_limit, detail names MAX_STATE_MB). The default keeps state plus 4 decode threads under the 3 GiB deploy limit' },
   { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', ...int(0, 10_000), help: 'dimensions per record, Monasca meta _tenant_id and _region included; more is rejected (too_many_dimensions)' },
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', ...int(16, 256 * MIB), help: 'larger messages are rejected (too_large)' },
   { env: 'MAX_NAME_BYTES', default: String(DECODER_DEFAULTS.maxNameBytes), group: 'limits', ...int(1, 256 * MIB), help: 'UTF-8 bytes of a meter name or unit; longer is rejected (too_long). The default holds any 255-character name' },

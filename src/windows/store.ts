@@ -185,10 +185,38 @@ export function cellPoints(tsMin: number, tsMax: number, count: number, out: Tim
   if (count > 1) out.push({ t: tsMin, n: count - 1 });
 }
 
-/** Open-series accounting shared by all partitions, so MAX_SERIES bounds the whole process. */
+/**
+ * Estimated main-thread bytes of one open series: its key in the store, and the parsed identity and
+ * serialised prefix the row formatter caches (key, dimension strings, JSON: about 6 bytes per key
+ * character), plus the maps' entries and the moments (docs/benchmarks.md, heap per open series).
+ */
+export function seriesStateBytes(key: string): number {
+  return 512 + 6 * key.length;
+}
+
+/**
+ * Open-series accounting shared by all partitions, so MAX_SERIES (count) and MAX_STATE_MB (estimated
+ * bytes) bound the whole process: large-but-legal keys cannot grow state past the memory limit.
+ */
 export class SeriesBudget {
   open = 0;
-  constructor(readonly max: number) {}
+  bytes = 0;
+  constructor(readonly max: number, readonly maxBytes: number = Infinity) {}
+
+  /** Counts a new series in; or says which limit refuses it. */
+  admit(key: string): 'count' | 'bytes' | null {
+    if (this.open >= this.max) return 'count';
+    const b = seriesStateBytes(key);
+    if (this.bytes + b > this.maxBytes) return 'bytes';
+    this.open++;
+    this.bytes += b;
+    return null;
+  }
+
+  release(key: string): void {
+    this.open--;
+    this.bytes -= seriesStateBytes(key);
+  }
 }
 
 export interface ClosedCell {
@@ -204,8 +232,8 @@ type Cell = Moments & { sketch?: Sketch };
 export interface ApplyOutcome {
   /** (series key, window start) cells whose window was already closed: their records are late. */
   readonly late: Array<{ key: string; windowStart: number; count: number }>;
-  /** Cells of new series refused because the budget was full. */
-  readonly overLimit: Array<{ key: string; windowStart: number; count: number }>;
+  /** Cells of new series refused because the budget was full, and which of its limits. */
+  readonly overLimit: Array<{ key: string; windowStart: number; count: number; limit: 'count' | 'bytes' }>;
   readonly accepted: number;
 }
 
@@ -280,11 +308,11 @@ export class WindowStore {
       if (m === undefined) {
         const refs = this.#seriesRefs.get(key);
         if (refs === undefined) {
-          if (this.#budget.open >= this.#budget.max) {
-            overLimit.push({ key, windowStart: ws, count });
+          const limit = this.#budget.admit(key);
+          if (limit !== null) {
+            overLimit.push({ key, windowStart: ws, count, limit });
             continue;
           }
-          this.#budget.open++;
         }
         this.#seriesRefs.set(key, (refs ?? 0) + 1);
         if (win === undefined) {
@@ -368,7 +396,7 @@ export class WindowStore {
         const refs = this.#seriesRefs.get(key)! - 1;
         if (refs === 0) {
           this.#seriesRefs.delete(key);
-          this.#budget.open--;
+          this.#budget.release(key);
         } else {
           this.#seriesRefs.set(key, refs);
         }

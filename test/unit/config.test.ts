@@ -262,6 +262,7 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ ALLOWED_LATENESS_SECONDS: 'Infinity' }, 'ALLOWED_LATENESS_SECONDS', 'Infinity', NUM(0, 604800)],
     [{ WATERMARK_CONFIRM_RECORDS: '0' }, 'WATERMARK_CONFIRM_RECORDS', '0', INT(1, 1000000)],
     [{ MAX_SERIES: '0' }, 'MAX_SERIES', '0', INT(1, 100_000_000)],
+    [{ MAX_STATE_MB: '0' }, 'MAX_STATE_MB', '0', INT(1, 1_048_576)],
     [{ MAX_DIMENSIONS: '-1' }, 'MAX_DIMENSIONS', '-1', INT(0, 10_000)],
     [{ MAX_MESSAGE_BYTES: '15' }, 'MAX_MESSAGE_BYTES', '15', INT(16, 256 * 1024 * 1024)],
     [{ MAX_NAME_BYTES: '0' }, 'MAX_NAME_BYTES', '0', INT(1, 256 * 1024 * 1024)],
