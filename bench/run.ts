@@ -11,6 +11,7 @@ import { decodeScenario } from './scenarios/decode.js';
 import { kafkaE2eScenario } from './scenarios/kafka-e2e.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { pgSinkScenario } from './scenarios/pg-sink.js';
+import { redisXapiScenario } from './scenarios/redis-xapi.js';
 import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
 import { queryScenario } from './scenarios/query.js';
 import { seed000Scenario } from './scenarios/seed000.js';
@@ -26,6 +27,7 @@ const SCENARIOS: readonly Scenario[] = [
   kafkaE2eScenario,
   sustainedScenario,
   memoryScenario,
+  redisXapiScenario,
 ];
 /** Short names accepted by --only, besides the ids. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -38,6 +40,7 @@ const ALIASES: Readonly<Record<string, string>> = {
   seed003: 'sustained',
   seed001: 'query',
   pg: 'pg-sink',
+  redis: 'redis-xapi',
 };
 
 /**

@@ -102,7 +102,7 @@ export class BoundedDestination implements DestinationStream {
  * leaving fd 2 as it is. A socket (what a Node parent or journald gives) cannot be re-opened; opening
  * process.stderr on it sets O_NONBLOCK on fd 2 (libuv does, as for every stream it drives).
  */
-function nonBlockingStderr(): number | null {
+export function nonBlockingStderr(): number | null {
   try {
     const st = fstatSync(2);
     if (st.isFIFO()) return openSync('/proc/self/fd/2', constants.O_WRONLY | constants.O_NONBLOCK);

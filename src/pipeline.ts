@@ -17,6 +17,7 @@ import { GeneratorSource } from './sources/generator.js';
 import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { KafkaSource } from './sources/kafka/source.js';
+import { RedisSource } from './sources/redis/source.js';
 import pg from 'pg';
 import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
 
@@ -56,7 +57,8 @@ function createPullSource(config: Config): PullSource {
     case 'stdin':
       return StreamSource.stdin(opts);
     case 'kafka':
-      throw new StreamstatsError('STREAMSTATS_SOURCE', 'SOURCE=kafka is not a pull source');
+    case 'redis':
+      throw new StreamstatsError('STREAMSTATS_SOURCE', `SOURCE=${config.source.kind} is not a pull source`);
   }
 }
 
@@ -76,7 +78,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly #config: Config;
   readonly #deps: PipelineDeps;
-  #source: PullSource | KafkaSource | null = null;
+  #source: PullSource | KafkaSource | RedisSource | null = null;
   #ready = false;
   #stopped = false;
   #fatal: Error | null = null;
@@ -89,7 +91,7 @@ export class Pipeline {
 
   get ready(): boolean {
     const s = this.#source;
-    return this.#ready && this.#fatal === null && (s instanceof KafkaSource ? s.ready : true);
+    return this.#ready && this.#fatal === null && (s instanceof KafkaSource || s instanceof RedisSource ? s.ready : true);
   }
 
   /** Stop intake; run() then finishes in-flight batches, flushes and returns. */
@@ -118,7 +120,7 @@ export class Pipeline {
       },
     });
     metrics.poolThreads.set(config.workerThreads);
-    const sink = await createSink(config.sink, { logger, groupId: config.kafka.groupId, kafka: config.kafka });
+    const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
     const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
     const engine: Engine = new Engine({
       pool,
@@ -126,15 +128,16 @@ export class Pipeline {
       deadLetter,
       metrics,
       logger,
-      sourceName: config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
+      sourceName: config.source.kind === 'redis' ? `redis:${config.redis.streams.join(',')}` : config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
       windowSeconds: config.windowSeconds,
       allowedLatenessSeconds: config.allowedLatenessSeconds,
       watermarkConfirmRecords: config.watermarkConfirmRecords,
       maxSeries: config.maxSeries,
+      maxStateMb: config.maxStateMb,
       decoder: new Decoder(settings),
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,
-      autoOpenPartitions: config.source.kind !== 'kafka',
+      autoOpenPartitions: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
       // protocol makes the restart safe). Never a stall behind a 200.
@@ -145,7 +148,7 @@ export class Pipeline {
         this.#source?.stop();
       },
     });
-    let source: PullSource | KafkaSource;
+    let source: PullSource | KafkaSource | RedisSource;
     if (config.source.kind === 'kafka') {
       source = new KafkaSource({
         kafka: config.kafka,
@@ -161,6 +164,21 @@ export class Pipeline {
         // sink) so lag tools see the group's progress. The exactly-once Kafka sink's store IS the
         // group's offsets (written in its transactions): a second writer would race it.
         ...(config.sink.kind === 'postgres' ? { commitStoredPositions: true } : {}),
+      });
+    } else if (config.source.kind === 'redis') {
+      source = new RedisSource({
+        redis: config.redis,
+        engine,
+        metrics,
+        logger,
+        deadLetter,
+        batchSize: config.batchSize,
+        batchMaxBytes: config.batchMaxBytes,
+        maxMessageBytes: config.maxMessageBytes,
+        commitIntervalMs: config.kafka.commitIntervalMs,
+        idleFlushMs: config.kafka.idleFlushMs,
+        lagIntervalMs: config.kafka.lagIntervalMs,
+        ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
     } else {
       source = createPullSource(config);
@@ -206,7 +224,7 @@ export class Pipeline {
         logger.info(`statistics API off: ${config.api.reason}`);
       }
       this.#ready = true;
-      if (source instanceof KafkaSource) {
+      if (source instanceof KafkaSource || source instanceof RedisSource) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
         await source.run();
       } else {

@@ -54,7 +54,7 @@ export const memoryScenario: Scenario = {
     for (const n of rssSizes) {
       for (const kind of ['base', 'series'] as const) {
         const f = files.get(n)!;
-        const vars = { FORMAT: 'ceilometer', SOURCE: `file:${kind === 'base' ? f.base : f.series}`, GROUP_BY: 'resource_id', WINDOW_SECONDS: '86400', MAX_SERIES: String(2 * n), MAX_FUTURE_SECONDS: '0' };
+        const vars = { FORMAT: 'ceilometer', SOURCE: `file:${kind === 'base' ? f.base : f.series}`, GROUP_BY: 'resource_id', WINDOW_SECONDS: '86400', MAX_SERIES: String(2 * n), MAX_STATE_MB: '1048576', MAX_FUTURE_SECONDS: '0' };
         rssVariants.push({
           id: `rss-${kind}-${n}`,
           label: kind === 'base' ? `${fmt.int(n)} samples in ${baselineSeries} series (baseline)` : `${fmt.int(n)} samples in ${fmt.int(n)} series`,

@@ -7,10 +7,16 @@ import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { Pipeline, formatSummary, type PipelineDeps } from '../pipeline.js';
+import { processStderr } from './stderr.js';
 
 export interface CliIo {
   readonly stdout: { write(text: string): unknown };
   readonly stderr: { write(text: string): unknown };
+  /**
+   * Waits (at most `ms`) until what was written to stderr left the process. The real process's stderr
+   * never blocks (a stuck pipe would hold the exit forever), so the last lines may still be queued.
+   */
+  readonly settled?: (ms: number) => Promise<void>;
   /** Ends the process now: a shutdown past SHUTDOWN_TIMEOUT_SECONDS, a second signal. */
   readonly exit: (code: number) => void;
   /** Where SIGTERM and SIGINT arrive. */
@@ -21,20 +27,27 @@ export interface CliIo {
 
 /** The real process: its streams, exit and signals. */
 export function processIo(): CliIo {
-  return { stdout: process.stdout, stderr: process.stderr, exit: (code) => process.exit(code), signals: process };
+  const stderr = processStderr();
+  return { stdout: process.stdout, stderr, settled: (ms) => stderr.settled(ms), exit: (code) => process.exit(code), signals: process };
 }
+
+/** How long the exit waits for a slow stderr to take the summary (it is in the log's `done` line too). */
+export const CLI_DEFAULTS = { summaryFlushMs: 2000 } as const;
 
 /** Runs the command to its end; resolves to the exit status (0 ok, 1 failure, 2 bad option), never rejects. */
 export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
   // The config's secret values, once it is parsed: no line printed here may show them.
   const secrets: string[] = [];
+  let code: number;
   try {
-    return await run(argv, env, io, secrets);
+    code = await run(argv, env, io, secrets);
   } catch (err) {
     const e = err as { code?: string; message?: string };
     io.stderr.write(`streamstats: ${e.code !== undefined ? `${e.code}: ` : ''}${redactSecrets(e.message ?? String(err), secrets)}\n`);
-    return 1;
+    code = 1;
   }
+  await io.settled?.(CLI_DEFAULTS.summaryFlushMs);
+  return code;
 }
 
 async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string[]): Promise<number> {

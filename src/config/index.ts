@@ -7,6 +7,7 @@ import { parseApiConfig, type ApiConfig } from '../api/config.js';
 import { parseFormat } from './format.js';
 import { parseDeadLetter, parseSink, parseSource, type DeadLetterSpec, type SinkSpec, type SourceSpec } from './io.js';
 import { parseKafka, type KafkaConfig } from './kafka.js';
+import { parseRedisConfig, type RedisConfig } from '../sources/redis/config.js';
 import type { OptionName } from './options.js';
 import { Reader, type Env } from './reader.js';
 import type { FormatSpec } from '../core/formats/index.js';
@@ -40,6 +41,7 @@ export interface Config {
   percentiles: number[];
   percentileAccuracy: number;
   maxSeries: number;
+  maxStateMb: number;
   maxDimensions: number;
   maxMessageBytes: number;
   maxNameBytes: number;
@@ -56,6 +58,7 @@ export interface Config {
   taskTimeoutSeconds: number;
   generator: GeneratorConfig;
   kafka: KafkaConfig;
+  redis: RedisConfig;
   metricsPort: number;
   metricsHost: string;
   /** The statistics API's listener and authentication (src/api/config.ts). */
@@ -161,6 +164,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     percentiles: parsePercentiles(r),
     percentileAccuracy: r.get('PERCENTILE_ACCURACY'),
     maxSeries: r.get('MAX_SERIES'),
+    maxStateMb: r.get('MAX_STATE_MB'),
     maxDimensions: r.get('MAX_DIMENSIONS'),
     maxMessageBytes: r.get('MAX_MESSAGE_BYTES'),
     maxNameBytes: r.get('MAX_NAME_BYTES'),
@@ -174,6 +178,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     taskTimeoutSeconds: r.get('TASK_TIMEOUT_SECONDS'),
     generator,
     kafka: parseKafka(r, source.kind === 'kafka'),
+    redis: parseRedisConfig((name) => r.raw(name as OptionName), source.kind === 'redis'),
     metricsPort: r.get('METRICS_PORT'),
     metricsHost: r.raw('METRICS_HOST'),
     api: parseApiConfig({ get: (n) => r.raw(n), port: r.get('API_PORT'), sinkKind: sink.kind, metricsPort: r.get('METRICS_PORT') }),

@@ -3,7 +3,7 @@ import { compressionRefusal, type KafkaCompression } from '../kafka/compression.
 import { TOPIC_NAME_RULE, validTopicName } from '../kafka/topics.js';
 import type { Reader } from './reader.js';
 
-export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' };
+export type SourceSpec = { kind: 'generator' } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'kafka' } | { kind: 'redis' };
 export type OutputCompression = KafkaCompression;
 export type SinkSpec =
   | { kind: 'stdout' }
@@ -35,9 +35,9 @@ function outputTopic(r: Reader, name: 'OUTPUT_TOPIC' | 'DLQ_TOPIC', option: 'SIN
 export function parseSource(r: Reader): SourceSpec {
   const s = r.raw('SOURCE');
   const path = filePath(s);
-  if (s === 'generator' || s === 'stdin' || s === 'kafka') return { kind: s };
+  if (s === 'generator' || s === 'stdin' || s === 'kafka' || s === 'redis') return { kind: s };
   if (path !== null) return { kind: 'file', path };
-  throw r.fail('SOURCE', s, 'generator, file:PATH, stdin or kafka is allowed');
+  throw r.fail('SOURCE', s, 'generator, file:PATH, stdin or kafka or redis is allowed');
 }
 
 export function parseSink(r: Reader): SinkSpec {

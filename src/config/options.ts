@@ -5,9 +5,10 @@
 import { KAFKA_COMPRESSIONS } from '../kafka/compression.js';
 import { DECODER_DEFAULTS } from '../core/messages.js';
 import { WINDOW_STORE_DEFAULTS } from '../windows/store.js';
+import { REDIS_DEFAULTS } from '../sources/redis/config.js';
 import { API_DEFAULTS } from '../api/config.js';
 
-export type OptionGroup = 'engine' | 'format' | 'windows' | 'limits' | 'io' | 'generator' | 'kafka' | 'ops';
+export type OptionGroup = 'engine' | 'format' | 'windows' | 'limits' | 'io' | 'generator' | 'kafka' | 'redis' | 'ops';
 
 /**
  * What a value may be. Text (a row without a type) is checked by its component's parser: a URL, a
@@ -48,7 +49,7 @@ const bool = { type: 'enum', values: ['true', 'false'] } as const;
 const MIB = 1024 * 1024;
 
 export const OPTIONS = [
-  { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka' },
+  { env: 'SOURCE', default: 'generator', group: 'io', help: 'generator | file:PATH | stdin | kafka | redis' },
   { env: 'SINK', default: 'stdout', group: 'io', secret: { kind: 'url', at: 'sink.url' }, help: 'stdout | file:PATH (NDJSON rows) | postgres://USER:PASSWORD@HOST:PORT/DB (upserted, exactly-once with SOURCE=kafka) | kafka (to OUTPUT_TOPIC)' },
   { env: 'OUTPUT_TOPIC', default: '', group: 'io', help: 'SINK=kafka: topic of the statistics rows (JSON keyed by row identity)' },
   { env: 'OUTPUT_COMPRESSION', default: 'none', group: 'io', ...oneOf(KAFKA_COMPRESSIONS), help: 'SINK=kafka and DEAD_LETTER=kafka: compression of what is produced (zstd needs Node >= 22.15)' },
@@ -70,6 +71,7 @@ export const OPTIONS = [
   { env: 'PERCENTILES', default: '', group: 'windows', help: 'comma list of percentiles (0..100) per window, e.g. 50,95,99 (from a mergeable DDSketch); empty = none' },
   { env: 'PERCENTILE_ACCURACY', default: '0.01', group: 'windows', ...num(0.0001, 0.1), help: 'relative accuracy of the percentile sketch' },
   { env: 'MAX_SERIES', default: '100000', group: 'limits', ...int(1, 100_000_000), help: 'open series cap; records of new series beyond it are dead-lettered (series_limit)' },
+  { env: 'MAX_STATE_MB', default: '512', group: 'limits', ...int(1, 1_048_576), help: 'estimated main-thread MiB of open series (about 512 + 6 x key bytes each); records of new series beyond it are dead-lettered (series_limit, detail names MAX_STATE_MB). The default keeps state plus 4 decode threads under the 3 GiB deploy limit' },
   { env: 'MAX_DIMENSIONS', default: '64', group: 'limits', ...int(0, 10_000), help: 'dimensions per record, Monasca meta _tenant_id and _region included; more is rejected (too_many_dimensions)' },
   { env: 'MAX_MESSAGE_BYTES', default: '1048576', group: 'limits', ...int(16, 256 * MIB), help: 'larger messages are rejected (too_large)' },
   { env: 'MAX_NAME_BYTES', default: String(DECODER_DEFAULTS.maxNameBytes), group: 'limits', ...int(1, 256 * MIB), help: 'UTF-8 bytes of a meter name or unit; longer is rejected (too_long). The default holds any 255-character name' },
@@ -111,6 +113,19 @@ export const OPTIONS = [
   { env: 'IDLE_FLUSH_SECONDS', default: '30', group: 'kafka', ...num(0.1, 86400), help: 'a caught-up partition without records this long lets its watermark follow the wall clock' },
   { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics' },
   { env: 'KAFKA_RETRY_MAX_SECONDS', default: '30', group: 'kafka', ...num(1, 3600), help: 'longest back-off between reconnection attempts when the brokers are unreachable' },
+  // SOURCE=redis: text rows, checked by src/sources/redis/config.ts (its defaults constant and validator).
+  { env: 'REDIS_URL', default: REDIS_DEFAULTS.url, group: 'redis', secret: { kind: 'url', at: 'redis.url' }, help: 'SOURCE=redis: redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS (ACL user and password)' },
+  { env: 'REDIS_STREAMS', default: '', group: 'redis', help: 'SOURCE=redis: comma list of stream keys to consume (required); each stream is a lane with its own windows and watermark' },
+  { env: 'REDIS_GROUP_ID', default: REDIS_DEFAULTS.groupId, group: 'redis', help: 'consumer group (created on first use); run more instances with the same id to scale out' },
+  { env: 'REDIS_CONSUMER', default: '', group: 'redis', help: 'this instance\'s consumer name, stable across restarts (its pending entries are replayed); empty = the host name' },
+  { env: 'REDIS_FIELD', default: REDIS_DEFAULTS.field, group: 'redis', help: 'entry field holding the message; other fields are ignored, entries without it dead-lettered (missing_field)' },
+  { env: 'REDIS_FROM', default: REDIS_DEFAULTS.from, group: 'redis', help: 'earliest | latest: where a group created by streamstats starts (the first entry, or new entries only)' },
+  { env: 'REDIS_READ_COUNT', default: String(REDIS_DEFAULTS.readCount), group: 'redis', help: 'XREADGROUP COUNT: most entries per read (1..100000)' },
+  { env: 'REDIS_READ_MAX_BYTES', default: String(REDIS_DEFAULTS.readMaxBytes), group: 'redis', help: 'bytes one read may bring in, judged by the last read\'s entry sizes (the COUNT shrinks for large values)' },
+  { env: 'REDIS_BLOCK_MS', default: String(REDIS_DEFAULTS.blockMs), group: 'redis', help: 'XREADGROUP BLOCK: longest a read waits for new entries (1..60000)' },
+  { env: 'REDIS_CLAIM_IDLE_MS', default: String(REDIS_DEFAULTS.claimIdleMs), group: 'redis', help: 'a consumer without its lease and idle this long is taken over: its pending entries are processed by another instance' },
+  { env: 'REDIS_TLS_CA', default: '', group: 'redis', help: 'rediss://: path of a PEM CA bundle' },
+  { env: 'REDIS_TLS_REJECT_UNAUTHORIZED', default: 'true', group: 'redis', help: 'rediss://: true | false: verify the server certificate' },
   { env: 'METRICS_PORT', default: '9464', group: 'ops', ...int(0, 65535), help: 'HTTP port of /metrics, /healthz, /readyz; 0 = any free port (logged)' },
   { env: 'METRICS_HOST', default: '0.0.0.0', group: 'ops', help: 'address the HTTP server binds' },
   { env: 'API_PORT', default: String(API_DEFAULTS.port), group: 'ops', ...int(0, 65535), help: 'HTTP port of the Ceilometer v2 statistics API (SINK=postgres only), its own listener apart from METRICS_PORT; 0 = any free port (logged)' },

@@ -41,6 +41,7 @@ export function messageBytes(b: Pick<Batch, 'data' | 'offsets'>, i: number): Buf
  * a taken batch). Sources write messages straight into it, in parts (append* then end()).
  */
 export class BatchBuilder {
+  /** Made on the first append (EMPTY until then). */
   #buf: Buffer;
   #len = 0;
   #offsets: number[] = [0];
@@ -48,8 +49,8 @@ export class BatchBuilder {
   #capacity: number;
 
   constructor(initialBytes = 64 * 1024) {
-    this.#capacity = initialBytes;
-    this.#buf = sharedBuffer(initialBytes);
+    this.#capacity = Math.max(16, initialBytes);
+    this.#buf = EMPTY;
   }
 
   get count(): number {
@@ -76,13 +77,21 @@ export class BatchBuilder {
     this.#reserve(n);
     const buf = this.#buf;
     if (n <= 16) {
-      // A call into set() costs more than a few stores (and more again on shared memory).
+      // A call costs more than a few stores.
       let j = this.#len;
       for (let i = start; i < end; i++) buf[j++] = bytes[i]!;
     } else {
-      buf.set(n === bytes.length ? bytes : bytes.subarray(start, end), this.#len);
+      // fill() copies natively; set() into shared memory copies byte by byte as atomics (about 2x
+      // slower per message for a 400-byte message, measured: see docs/benchmarks.md, issue 14).
+      buf.fill(n === bytes.length ? bytes : bytes.subarray(start, end), this.#len, this.#len + n);
     }
     this.#len += n;
+  }
+
+  /** Appends a string of Latin-1 characters only (e.g. ASCII JSON built by a source), one byte each. */
+  appendLatin1(s: string): void {
+    this.#reserve(s.length);
+    this.#len += this.#buf.write(s, this.#len, 'latin1');
   }
 
   appendString(s: string): void {
@@ -125,7 +134,9 @@ export class BatchBuilder {
     const data = this.#buf.subarray(0, this.#len);
     const offsets = Uint32Array.from(this.#offsets);
     this.#capacity = Math.max(this.#capacity, this.#len + (this.#len >> 3));
-    this.#buf = sharedBuffer(this.#capacity);
+    // The next buffer is made on the next append: a builder whose last batch this was (one per Kafka
+    // fetch) allocates nothing more.
+    this.#buf = EMPTY;
     this.#len = 0;
     this.#offsets = [0];
     return { data, offsets };
@@ -133,7 +144,7 @@ export class BatchBuilder {
 
   #reserve(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
+    let size = Math.max(this.#buf.length * 2, this.#capacity);
     while (size < this.#len + n) size *= 2;
     const grown = sharedBuffer(size);
     this.#buf.copy(grown, 0, 0, this.#len);
@@ -152,6 +163,8 @@ function writeSmall(buf: Buffer, pos: number, n: number): number {
   }
   return pos + digits;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function sharedBuffer(bytes: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(bytes));

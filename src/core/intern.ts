@@ -37,6 +37,15 @@ class ShapeNode {
    * has one leaf (and one id) whatever order its dimensions arrive in.
    */
   table: SeriesTable | null = null;
+
+  child(name: string): ShapeNode {
+    let n = this.next.get(name);
+    if (n === undefined) {
+      n = new ShapeNode();
+      this.next.set(name, n);
+    }
+    return n;
+  }
 }
 
 /** Leaves of one set of dimension names, by a hash of name, unit and values. */
@@ -150,27 +159,11 @@ export class SeriesInterner {
     const last = this.#lastShape;
     if (last !== null && sameNames(last.names, dims)) return last;
     let s = this.#shapes;
-    for (let i = 0; i < dims.length; i++) {
-      const k = dims[i]![0];
-      let n = s.next.get(k);
-      if (n === undefined) {
-        n = new ShapeNode();
-        s.next.set(k, n);
-      }
-      s = n;
-    }
+    for (let i = 0; i < dims.length; i++) s = s.child(dims[i]![0]);
     if (s.order === null) {
       s.order = sortedOrder(dims);
       let c = this.#canonical;
-      for (const i of s.order) {
-        const k = dims[i]![0];
-        let n = c.next.get(k);
-        if (n === undefined) {
-          n = new ShapeNode();
-          c.next.set(k, n);
-        }
-        c = n;
-      }
+      for (const i of s.order) c = c.child(dims[i]![0]);
       c.table ??= new SeriesTable();
       s.table = c.table;
       s.names = dims.map((d) => d[0]);

@@ -2,7 +2,7 @@
 // Results are compact (one string per series, one Float64Array of cells), never parsed records:
 // a structured clone of parsed objects costs about twice the parse itself.
 
-import type { FormatSpec } from './formats/index.js';
+import type { FormatSpec } from './formats/spec.js';
 
 /** Static decode settings, sent once per worker as workerData. */
 export interface DecoderSettings {

@@ -18,10 +18,11 @@ export interface DeadLetterSettings {
   readonly windowMs: number;
   readonly allowedLatenessSeconds: number;
   readonly maxSeries: number;
+  readonly maxStateMb?: number;
 }
 
 /** Cells the window store refused, with how many records each held. */
-type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number }>;
+type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number; limit?: 'count' | 'bytes' }>;
 
 /** Where the entries of one batch come from: the batch, its lane, and which messages are replays. */
 export interface BatchOrigin {
@@ -76,7 +77,11 @@ export class DeadLetterBuilder {
   refusedRecords(o: BatchOrigin, late: RefusedCells, overLimit: RefusedCells, watermark: number, nowMs: number): { entries: DeadLetterEntry[]; found: number } {
     const reasons = new Map<string, RejectReason>();
     for (const c of late) reasons.set(`${c.windowStart}|${c.key}`, 'late');
-    for (const c of overLimit) reasons.set(`${c.windowStart}|${c.key}`, 'series_limit');
+    const byBytes = new Set<string>();
+    for (const c of overLimit) {
+      reasons.set(`${c.windowStart}|${c.key}`, 'series_limit');
+      if (c.limit === 'bytes') byBytes.add(`${c.windowStart}|${c.key}`);
+    }
     const entries: DeadLetterEntry[] = [];
     let found = 0;
     const wm = Number.isFinite(watermark) ? new Date(watermark).toISOString() : 'none';
@@ -92,7 +97,9 @@ export class DeadLetterBuilder {
         if (o.replay(msg)) return;
         const detail = reason === 'late'
           ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#s.allowedLatenessSeconds})`
-          : `series limit reached: MAX_SERIES=${this.#s.maxSeries} open series`;
+          : byBytes.has(`${ws}|${key}`)
+            ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys and row parts)`
+            : `series limit reached: MAX_SERIES=${this.#s.maxSeries} open series`;
         entries.push(this.message(o, msg, elem, reason, detail, elem >= 0 ? safeStringify(raw) : undefined));
       },
       () => {},

@@ -9,9 +9,10 @@ import type { CommitPoint, PartitionInit } from '../commit/types.js';
 import type { BatchOutcome } from '../pool/index.js';
 import type { SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
-import { RowFormatter, type StatsRow } from '../windows/row.js';
+import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type ClosedCell } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
+import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, yieldToLoop } from './emission.js';
 import { LateWarner } from './late.js';
 import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
 import type { EngineOptions, EngineTotals } from './types.js';
@@ -36,7 +37,7 @@ export class Engine {
     this.#store = {
       windowMs,
       latenessMs: opts.allowedLatenessSeconds * 1000,
-      budget: new SeriesBudget(opts.maxSeries),
+      budget: new SeriesBudget(opts.maxSeries, opts.maxStateMb === undefined ? Infinity : opts.maxStateMb * 1024 * 1024),
       confirmRecords: opts.watermarkConfirmRecords,
       sketchAccuracy: (opts.percentiles?.length ?? 0) > 0 ? (opts.percentileAccuracy ?? 0.01) : 0,
     };
@@ -303,10 +304,29 @@ export class Engine {
       }
       return;
     }
+    const chunks = splitCells(cells, this.#o.emitChunk ?? EMIT_CHUNK_DEFAULTS);
+    if (this.#o.sink.wholeEmissions === true) {
+      await this.#write(state, await formatWhole(this.#rows, chunks, state.identity), cells, windowCount(cells), point, closing);
+      return;
+    }
+    // Only the last chunk carries the commit point: a crash between chunks replays the window from
+    // the previous point and writes the earlier chunks again (upserts by row identity).
+    for (let i = 0; i < chunks.length; i++) {
+      if (i > 0) {
+        await yieldToLoop();
+        if (state.dropped || this.#fatal !== null) return;
+      }
+      const last = i === chunks.length - 1;
+      const part = chunks[i]!;
+      // A window split over chunks counts in the chunk that ends it.
+      const windows = windowCount(part) - (last || part[part.length - 1]!.windowStart !== chunks[i + 1]![0]!.windowStart ? 0 : 1);
+      await this.#write(state, this.#rows.format(part, state.identity), part, windows, last ? point : null, closing);
+    }
+  }
+
+  async #write(state: PartitionState, batch: RowBatch, cells: readonly ClosedCell[], windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
     const ident = state.identity;
-    const batch = this.#rows.format(cells, ident);
     const { metrics, sink } = this.#o;
-    const windows = new Set(cells.map((c) => c.windowStart)).size;
     state.unwrittenCells += cells.length;
     state.unwrittenWindows += windows;
     this.#updateGauges();

@@ -5,6 +5,7 @@ import type { RejectReason } from '../core/messages.js';
 import type { Metrics } from '../metrics/index.js';
 import type { DecodePool } from '../pool/index.js';
 import type { DeadLetter, Sink } from '../sinks/types.js';
+import type { ChunkLimits } from './emission.js';
 
 export interface EngineOptions {
   readonly pool: DecodePool;
@@ -18,6 +19,8 @@ export interface EngineOptions {
   /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
   readonly watermarkConfirmRecords?: number;
   readonly maxSeries: number;
+  /** Estimated bytes of open series (MAX_STATE_MB); new series beyond it are series_limit. Default: no byte bound. */
+  readonly maxStateMb?: number;
   readonly decoder: Decoder;
   /** Percentiles (0..100) per window, from sketches of this relative accuracy; empty = none. */
   readonly percentiles?: readonly number[];
@@ -30,6 +33,8 @@ export interface EngineOptions {
   readonly autoOpenPartitions: boolean;
   /** Called once, when the engine cannot go on (an output failed): the pipeline stops and exits non-zero. */
   readonly onFatal?: (err: Error) => void;
+  /** Rows and estimated bytes per sink write of an emission (default EMIT_CHUNK_DEFAULTS). */
+  readonly emitChunk?: ChunkLimits;
   /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
   readonly maxWritesInFlight?: number;
 }

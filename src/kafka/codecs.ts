@@ -1,6 +1,6 @@
 // kafkajs decodes only gzip by itself. Producers in the field (librdkafka above all) also use snappy,
 // lz4 and zstd, so the consumer registers a decoder for each:
-//   snappy: kafkajs-snappy (pure JS; understands the xerial framing Java producers write)
+//   snappy: snappyjs (pure JS), with the xerial framing Java producers write unwrapped here
 //   lz4:    lz4-napi (prebuilt binaries shipped in npm packages; Kafka uses the LZ4 frame format)
 //   zstd:   node:zlib where it has zstd (Node >= 22.15), else fzstd (pure JS, decompression only).
 import { createRequire } from 'node:module';
@@ -13,8 +13,9 @@ import { promisify } from 'node:util';
 // kafkajs is CommonJS: its named exports are read off the default export.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
 const require = createRequire(import.meta.url);
-// CommonJS-only package without types.
-const snappyCodec = require('kafkajs-snappy') as () => { compress(e: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> };
+// CommonJS-only packages without types. kafkajs-snappy compresses; decompression is ours (bounded).
+const snappyCodec = require('kafkajs-snappy') as () => { compress(e: { buffer: Buffer }): Promise<Buffer> };
+const snappyjs = require('snappyjs') as { uncompress(b: Buffer): Buffer };
 
 interface Codec {
   compress(encoder: { buffer: Buffer }): Promise<Buffer>;
@@ -133,6 +134,52 @@ const lz4: () => Codec = () => ({
   }),
 });
 
+const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]);
+
+/** The blocks of a snappy payload: xerial framing (Java producers: magic, versions, then length-prefixed blocks) or one raw block. */
+export function snappyBlocks(b: Buffer): Buffer[] {
+  if (b.length < 16 || !b.subarray(0, 8).equals(XERIAL_MAGIC)) return [b];
+  const out: Buffer[] = [];
+  for (let o = 16; o + 4 <= b.length;) {
+    const size = b.readUInt32BE(o);
+    o += 4;
+    out.push(b.subarray(o, o + size));
+    o += size;
+  }
+  return out;
+}
+
+/** A raw snappy block starts with its uncompressed length (a varint of at most 32 bits); -1 when malformed. */
+export function snappyDeclaredSize(block: Buffer): number {
+  let n = 0;
+  for (let i = 0; i < 5 && i < block.length; i++) {
+    const c = block[i]!;
+    n += (c & 0x7f) * 2 ** (7 * i);
+    if (c < 0x80) return n <= 0xffffffff ? n : -1;
+  }
+  return -1;
+}
+
+const snappy: () => Codec = () => {
+  const { compress } = snappyCodec();
+  return {
+    compress,
+    // snappyjs allocates the declared length up front and never writes past it: the declared lengths
+    // of all blocks are checked against the bound before any is decompressed.
+    decompress: bounded('snappy', async (buffer, max) => {
+      const blocks = snappyBlocks(buffer);
+      let total = 0;
+      for (const block of blocks) {
+        const n = snappyDeclaredSize(block);
+        if (n < 0) throw new Error('invalid snappy block: its length header is malformed');
+        total += n;
+        if (total > max) throw new DecompressionBoundError('snappy', buffer.length, max);
+      }
+      return blocks.length === 1 ? snappyjs.uncompress(blocks[0]!) : Buffer.concat(blocks.map((b) => snappyjs.uncompress(b)), total);
+    }),
+  };
+};
+
 type ZstdFn = (b: Buffer, cb: (err: Error | null, out: Buffer) => void) => void;
 const nativeZstd = zlib as unknown as { zstdCompress?: ZstdFn; zstdDecompress?: ZstdFn };
 
@@ -171,7 +218,7 @@ export function registerCodecs(maxBytes: number = CODEC_DEFAULTS.maxDecompressed
   registered = true;
   const codecs = CompressionCodecs as unknown as Record<number, () => Codec>;
   codecs[CompressionTypes.GZIP] = gzip;
-  codecs[CompressionTypes.Snappy] = snappyCodec;
+  codecs[CompressionTypes.Snappy] = snappy;
   codecs[CompressionTypes.LZ4] = lz4;
   codecs[CompressionTypes.ZSTD] = zstd;
 }

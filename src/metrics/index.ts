@@ -85,14 +85,14 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     }),
     lagMessages: new Gauge({
       name: `${PREFIX}consumer_lag_messages`,
-      help: 'High watermark minus the next offset to process, per topic and partition',
-      labelNames: ['topic', 'partition'] as const,
+      help: 'High watermark minus the next offset to process, per topic and partition (SOURCE=redis: entries not yet delivered to the group, per stream)',
+      labelNames: ['topic', 'partition', 'stream'] as const,
       registers,
     }),
     lagSeconds: new Gauge({
       name: `${PREFIX}consumer_lag_seconds`,
-      help: 'Age of the oldest record not yet processed (0 when caught up), per topic and partition',
-      labelNames: ['topic', 'partition'] as const,
+      help: 'Age of the oldest record not yet processed (0 when caught up), per topic and partition (SOURCE=redis: per stream)',
+      labelNames: ['topic', 'partition', 'stream'] as const,
       registers,
     }),
     commits: new Counter({ name: `${PREFIX}commits_total`, help: 'Offset commits by result', labelNames: ['result'] as const, registers }),
@@ -129,6 +129,13 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     deadLetterDeletedBytes: new Counter({
       name: `${PREFIX}dead_letter_deleted_bytes_total`,
       help: 'Bytes of dead letters deleted with the oldest rotated file (beyond DEAD_LETTER_FILES)',
+      registers,
+    }),
+    // SOURCE=redis (src/sources/redis): the group's pending entries (delivered, not yet acknowledged).
+    redisPending: new Gauge({
+      name: `${PREFIX}redis_pending_entries`,
+      help: 'SOURCE=redis: entries delivered to the consumer group and not yet acknowledged (XINFO GROUPS pending), per stream',
+      labelNames: ['stream'] as const,
       registers,
     }),
     buildInfo: new Gauge({

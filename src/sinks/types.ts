@@ -41,6 +41,12 @@ export interface Sink {
    */
   readonly pipelined?: boolean;
   /**
+   * True when an emission's rows must reach the sink in one write: a sink whose earlier chunks could
+   * not be rewritten on a replay without duplicates (exactly-once Kafka: each write may be its own
+   * transaction). Other sinks get large emissions in chunks, the commit point with the last.
+   */
+  readonly wholeEmissions?: boolean;
+  /**
    * Writes one emission. Resolves with the rows refused for row-level reasons (the rest, and the
    * commit, are written). Rejects only when the sink itself cannot go on (connection lost past its
    * retries, fenced, outcome unknown): the engine then stops and the process exits non-zero.

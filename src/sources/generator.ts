@@ -136,20 +136,21 @@ export class GeneratorSource implements PullSource {
     const s = new PointStream(this.cfg);
     // The same bytes generatePoints would give, written in parts: no string per point is built (and
     // measured, and copied) on the way into the batch.
-    const heads = new Map<number, Buffer>();
-    const tail = Buffer.from(s.tail);
+    // Heads and tail are ASCII: written as strings (a native copy), not as Buffers (see appendLatin1).
+    const heads = new Map<number, string>();
+    const tail = s.tail;
     while (s.next()) {
       if (this.#stopped) break;
       let head = heads.get(s.within);
       if (head === undefined) {
-        head = Buffer.from(s.head());
+        head = s.head();
         if (heads.size < 1_000_000) heads.set(s.within, head);
       }
-      builder.append(head);
+      builder.appendLatin1(head);
       builder.appendUint(s.timestamp);
       builder.append(VALUE);
       builder.appendUint(s.value);
-      builder.append(tail);
+      builder.appendLatin1(tail);
       builder.appendUint(Math.floor(s.timestamp / 1000));
       builder.append(CLOSE);
       builder.end();

@@ -32,6 +32,11 @@ export interface StatsRow {
 export interface RowBatch {
   readonly rows: readonly StatsRow[];
   ndjson(): string;
+  /**
+   * The same NDJSON as UTF-8 bytes, written into one buffer from the per-series prefixes: what a file
+   * or stdout sink writes, without a string to build and encode again (about half the CPU per row).
+   */
+  ndjsonBytes?(): Buffer;
   /** Each row's JSON (as JSON.stringify writes it) and identity key, from per-series cached parts. */
   json?(i: number): string;
   identityKey?(i: number): string;
@@ -43,6 +48,8 @@ interface SeriesOut {
   readonly groupby: Record<string, string | null>;
   /** `{"name":…,"unit":…,"groupby":{…},` : serialised once per series, not once per row. */
   readonly jsonPrefix: string;
+  /** UTF-8 bytes of jsonPrefix. */
+  readonly prefixBytes: number;
   /**
    * `"name",[["dim","value"],…]` of the identity key (groupby pairs sorted by name): made on the first
    * identityKey() of the series (only the Kafka sink asks), then kept.
@@ -68,8 +75,10 @@ export class RowFormatter {
   format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments; sketch?: Sketch }>, where?: { topic: string; partition: number }): RowBatch {
     const rows: StatsRow[] = new Array(cells.length);
     const prefixes: string[] = new Array(cells.length);
+    let prefixBytes = 0;
     const series: SeriesOut[] = new Array(cells.length);
     const keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
+    const topicAscii = where === undefined || /^[\x00-\x7f]*$/.test(where.topic);
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       const s = this.#seriesOut(c.key);
@@ -103,20 +112,33 @@ export class RowFormatter {
       }
       rows[i] = row;
       prefixes[i] = s.jsonPrefix;
+      prefixBytes += s.prefixBytes;
       series[i] = s;
     }
     return {
       rows,
       ndjson: () => {
-        // One join: a flat string built in one copy. Appending with += left a tree of thousands of
-        // rope pieces that the sink's write then had to walk and flatten.
-        const parts: string[] = new Array(3 * rows.length);
+        let out = '';
+        for (let i = 0; i < rows.length; i++) out += `${prefixes[i]!}${rowTail(rows[i]!)}\n`;
+        return out;
+      },
+      ndjsonBytes: () => {
+        const tails: string[] = new Array(rows.length);
+        // A tail is ASCII (numbers, ISO times, field names) except a topic's own characters.
+        let bytes = prefixBytes + rows.length;
         for (let i = 0; i < rows.length; i++) {
-          parts[3 * i] = prefixes[i]!;
-          parts[3 * i + 1] = rowTail(rows[i]!);
-          parts[3 * i + 2] = '\n';
+          const tail = rowTail(rows[i]!);
+          tails[i] = tail;
+          bytes += topicAscii ? tail.length : Buffer.byteLength(tail);
         }
-        return parts.join('');
+        const out = Buffer.allocUnsafe(bytes);
+        let o = 0;
+        for (let i = 0; i < rows.length; i++) {
+          o += out.write(prefixes[i]!, o);
+          o += out.write(tails[i]!, o);
+          out[o++] = 0x0a;
+        }
+        return out;
       },
       json: (i) => `${prefixes[i]!}${rowTail(rows[i]!)}`,
       identityKey: (i) => `${keyHead}${identityMiddle(series[i]!)},"${rows[i]!.period_start}"]`,
@@ -130,7 +152,8 @@ export class RowFormatter {
       const id = parseSeriesKey(key);
       const groupby = groupbyObject(id);
       const head = JSON.stringify({ name: id.name, unit: id.unit, groupby });
-      s = { name: id.name, unit: id.unit, groupby, jsonPrefix: `${head.slice(0, -1)},`, identityMiddle: null };
+      const jsonPrefix = `${head.slice(0, -1)},`;
+      s = { name: id.name, unit: id.unit, groupby, jsonPrefix, prefixBytes: Buffer.byteLength(jsonPrefix), identityMiddle: null };
       this.#series.set(key, s);
     }
     return s;

@@ -13,105 +13,42 @@ export const WINDOW_STORE_DEFAULTS = {
   confirmRecords: 10,
 } as const;
 
-/** Event-time evidence: n records at or after time t (ms). */
-export interface TimePoint {
-  t: number;
-  n: number;
+import { StreamClock } from './clock.js';
+
+export { StreamClock, cellPoints, type TimePoint } from './clock.js';
+
+/**
+ * Estimated main-thread bytes of one open series: its key in the store, and the parsed identity and
+ * serialised prefix the row formatter caches (key, dimension strings, JSON: about 6 bytes per key
+ * character), plus the maps' entries and the moments (docs/benchmarks.md, heap per open series).
+ */
+export function seriesStateBytes(key: string): number {
+  return 512 + 6 * key.length;
 }
 
 /**
- * The partition's stream time, from which the watermark (stream time - lateness) follows.
- *
- * A record within `jumpMs` (the allowed lateness) of stream time moves it freely: such a record can
- * never make a later in-order record late. A record further ahead is held, as evidence of a jump:
- * stream time follows only once `confirm` records at or beyond a point confirm it (within this batch
- * or across consecutive batches that each bring such records), and then to the confirm-th largest of
- * their event times, so fewer than `confirm` outliers never move it. A batch with no record ahead of
- * the bound clears the evidence. Until stream time exists (a new partition without a restored
- * watermark), every record counts as ahead: the first `confirm` records start it.
- * The evidence held is at most `confirm - 1` records' worth of points.
+ * Open-series accounting shared by all partitions, so MAX_SERIES (count) and MAX_STATE_MB (estimated
+ * bytes) bound the whole process: large-but-legal keys cannot grow state past the memory limit.
  */
-export class StreamClock {
-  readonly #jumpMs: number;
-  readonly #confirm: number;
-  #stream = -Infinity;
-  /** Held evidence ahead of stream time + jump, ascending by time; its total n is < confirm. */
-  #held: TimePoint[] = [];
-
-  constructor(jumpMs: number, confirm: number) {
-    if (!(jumpMs >= 0)) throw new RangeError(`jumpMs (${jumpMs}) must be >= 0`);
-    if (!(Number.isSafeInteger(confirm) && confirm >= 1)) throw new RangeError(`confirm (${confirm}) must be an integer >= 1`);
-    this.#jumpMs = jumpMs;
-    this.#confirm = confirm;
-  }
-
-  get streamMs(): number {
-    return this.#stream;
-  }
-
-  /** Records held as evidence of a jump not yet confirmed. */
-  get heldRecords(): number {
-    let n = 0;
-    for (const p of this.#held) n += p.n;
-    return n;
-  }
-
-  /** Stream time is at least ms (a restored or wall-clock watermark + lateness); never moves back. */
-  raise(ms: number): void {
-    if (ms > this.#stream) this.#stream = ms;
-  }
-
-  /** One batch's evidence. */
-  observe(points: readonly TimePoint[]): void {
-    const limit = this.#stream + this.#jumpMs;
-    let ahead = false;
-    for (const p of points) if (p.n > 0 && !(p.t <= limit)) ahead = true;
-    const all = [...this.#held, ...points.filter((p) => p.n > 0)].sort((a, b) => a.t - b.t);
-    let i = this.#chain(all, 0);
-    if (!ahead) {
-      // Nothing of this batch is beyond the bound: earlier evidence was not confirmed in time.
-      this.#held = [];
-      return;
-    }
-    let total = 0;
-    for (let j = i; j < all.length; j++) total += all[j]!.n;
-    if (total >= this.#confirm) {
-      let acc = 0;
-      let j = all.length - 1;
-      for (; j >= i; j--) {
-        acc += all[j]!.n;
-        if (acc >= this.#confirm) break;
-      }
-      this.raise(all[j]!.t);
-      i = this.#chain(all, j);
-    }
-    this.#held = all.slice(i);
-  }
-
-  /** Advances stream time over points (ascending) within the jump bound, from index i; returns the first point beyond it. */
-  #chain(all: readonly TimePoint[], i: number): number {
-    while (i < all.length && all[i]!.t <= this.#stream + this.#jumpMs) {
-      if (all[i]!.t > this.#stream) this.#stream = all[i]!.t;
-      i++;
-    }
-    return i;
-  }
-}
-
-/**
- * What a batch's partial of n records proves about event times: one record at its latest time, and
- * n - 1 at or after its earliest (the records in between are not known one by one).
- */
-export function cellPoints(tsMin: number, tsMax: number, count: number, out: TimePoint[]): void {
-  if (count <= 0) return;
-  out.push({ t: tsMax, n: 1 });
-  if (count > 1) out.push({ t: tsMin, n: count - 1 });
-}
-
-/** Open-series accounting shared by all partitions, so MAX_SERIES bounds the whole process. */
 export class SeriesBudget {
   open = 0;
-  constructor(readonly max: number) {}
+  bytes = 0;
+  constructor(readonly max: number, readonly maxBytes: number = Infinity) {}
+
+  /** Counts a new series in; or says which limit refuses it. */
+  admit(key: string): 'count' | 'bytes' | null {
+    if (this.open >= this.max) return 'count';
+    const b = seriesStateBytes(key);
+    if (this.bytes + b > this.maxBytes) return 'bytes';
+    this.open++;
+    this.bytes += b;
+    return null;
+  }
+
+  release(key: string): void {
+    this.open--;
+    this.bytes -= seriesStateBytes(key);
+  }
 }
 
 export interface ClosedCell {
@@ -127,8 +64,8 @@ type Cell = Moments & { sketch?: Sketch };
 export interface ApplyOutcome {
   /** (series key, window start) cells whose window was already closed: their records are late. */
   readonly late: Array<{ key: string; windowStart: number; count: number }>;
-  /** Cells of new series refused because the budget was full. */
-  readonly overLimit: Array<{ key: string; windowStart: number; count: number }>;
+  /** Cells of new series refused because the budget was full, and which of its limits. */
+  readonly overLimit: Array<{ key: string; windowStart: number; count: number; limit: 'count' | 'bytes' }>;
   readonly accepted: number;
 }
 
@@ -188,7 +125,8 @@ export class WindowStore {
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
     const cells = result.cells;
-    const points: TimePoint[] = [];
+    // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells).
+    const evidence: number[] = [];
     for (let o = 0; o < cells.length; o += CELL.STRIDE) {
       const key = result.series[cells[o + CELL.SERIES]!]!;
       const ws = cells[o + CELL.WINDOW_START]!;
@@ -202,11 +140,11 @@ export class WindowStore {
       if (m === undefined) {
         const refs = this.#seriesRefs.get(key);
         if (refs === undefined) {
-          if (this.#budget.open >= this.#budget.max) {
-            overLimit.push({ key, windowStart: ws, count });
+          const limit = this.#budget.admit(key);
+          if (limit !== null) {
+            overLimit.push({ key, windowStart: ws, count, limit });
             continue;
           }
-          this.#budget.open++;
         }
         this.#seriesRefs.set(key, (refs ?? 0) + 1);
         if (win === undefined) {
@@ -237,11 +175,11 @@ export class WindowStore {
         tsMin: cells[o + CELL.TS_MIN]!,
         tsMax: cells[o + CELL.TS_MAX]!,
       });
-      cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, count, points);
+      evidence.push(o);
       accepted += count;
     }
     if (positions !== undefined) this.#appliedEnd = positions.end;
-    this.#clock.observe(points);
+    this.#clock.observeCells(cells, evidence);
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
   }
@@ -290,7 +228,7 @@ export class WindowStore {
         const refs = this.#seriesRefs.get(key)! - 1;
         if (refs === 0) {
           this.#seriesRefs.delete(key);
-          this.#budget.open--;
+          this.#budget.release(key);
         } else {
           this.#seriesRefs.set(key, refs);
         }

@@ -87,6 +87,8 @@ t.test(`Kafka sink with EXACTLY_ONCE: ${KILLS} x kill -9, a read_committed consu
     }
   };
   await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' }, 202, stored);
+  // The kill log reads the same committed metadata: it must cover every record once all is consumed.
+  t.equal(await stored(), W.count, 'the committed offsets\' applied ends cover every record of the topic');
   const msgs = await readTopic(brokers(), output, EXP.size, { timeoutMs: 60_000, settleMs: 2000 });
   const seen = new Map<string, number>();
   let mismatched = 0;

@@ -1,33 +1,13 @@
 // Issue 11, item 6: a stuck log pipe (stderr whose reader never reads) must not block the engine.
 // Regression: pino wrote synchronously, so the first log line on a full pipe stalled the event loop
 // and SIGTERM never completed. The engine's stderr here is a FIFO filled to the brim before start.
-import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
 import t from 'tap';
 import { BoundedDestination, logLinesDropped } from '../../src/logger.js';
 import { CLI, freePort, until } from '../fixtures/engine-process.js';
+import { stuckFifo } from '../fixtures/fifo.js';
 
-
-/** A FIFO with a reader that never reads, full: returns a blocking write descriptor for a child. */
-function stuckFifo(dir: string): { write: number; close: () => void } {
-  const path = join(dir, 'stderr.fifo');
-  execFileSync('mkfifo', [path]);
-  const read = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  const fill = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-  const chunk = Buffer.alloc(65536, 0x2e);
-  for (;;) {
-    try {
-      writeSync(fill, chunk);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') break;
-      throw err;
-    }
-  }
-  closeSync(fill);
-  const write = openSync(path, constants.O_WRONLY);
-  return { write, close: () => [read, write].forEach((fd) => closeSync(fd)) };
-}
 
 t.test('BoundedDestination: on a full pipe lines queue up to the bound, then are dropped and counted, never blocking', async (t) => {
   const fifo = stuckFifo(t.testdir());

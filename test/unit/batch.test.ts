@@ -39,3 +39,18 @@ t.test('the generator source writes exactly the bytes of generatePoints, batch b
   t.equal(got.length, want.length);
   t.ok(got.every((g, i) => g === want[i]), 'every message equal');
 });
+
+t.test('long parts (copied natively) and Latin-1 strings, across growth of the buffer', async (t) => {
+  const b = new BatchBuilder(8);
+  const long = Buffer.from(`[${'x'.repeat(300)}]`);
+  const want: string[] = [];
+  for (let i = 0; i < 50; i++) {
+    b.appendLatin1('{"k":"');
+    b.append(long, 1, 1 + (i * 7) % 300);
+    b.appendLatin1('"}');
+    b.end();
+    want.push(`{"k":"${'x'.repeat((i * 7) % 300)}"}`);
+  }
+  const { data, offsets } = b.take();
+  t.same(want.map((_, i) => data.toString('latin1', offsets[i], offsets[i + 1])), want);
+});

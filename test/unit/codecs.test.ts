@@ -50,6 +50,38 @@ for (const [name, type, compress] of [
   });
 }
 
+const snappyjs = require('snappyjs') as { compress(b: Buffer): Buffer };
+/** Xerial framing as Java producers write it: magic, version 1, compatible 1, then [length, block]... */
+function xerial(...blocks: Buffer[]): Buffer {
+  const head = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0, 0, 0, 0, 1, 0, 0, 0, 1]);
+  return Buffer.concat([head, ...blocks.flatMap((b) => [Buffer.from([b.length >>> 24, (b.length >>> 16) & 0xff, (b.length >>> 8) & 0xff, b.length & 0xff]), b])]);
+}
+
+for (const [label, compress] of [
+  ['raw', (b: Buffer) => snappyjs.compress(b)],
+  ['xerial-framed', (b: Buffer) => xerial(snappyjs.compress(b.subarray(0, b.length >> 1)), snappyjs.compress(b.subarray(b.length >> 1)))],
+] as const) {
+  t.test(`snappy (${label}): a batch over the bound becomes stand-in records that say why; one under it decodes`, async (t) => {
+    registerCodecs(4096);
+    t.teardown(() => registerCodecs());
+    const small = Buffer.from(Array.from({ length: 1000 }, (_, i) => `${i % 10}`).join(''));
+    t.same(await codec(CompressionTypes.Snappy).decompress(inBatch(compress(small), 1, 0)), small, 'under the bound: the bytes');
+    const bomb = compress(Buffer.alloc(1 << 20));
+    const recs = records(await codec(CompressionTypes.Snappy).decompress(inBatch(bomb, 2, 1)), 2);
+    t.same(recs.map((r) => r.attributes), [REFUSED_RECORD_ATTRIBUTE, REFUSED_RECORD_ATTRIBUTE], 'two stand-ins, marked');
+    t.match(recs[0]!.headers[REFUSED_HEADER]!.toString(), new RegExp(`a snappy-compressed record batch of ${bomb.length} bytes decompresses to more than 4096 bytes`));
+    await t.rejects(codec(CompressionTypes.Snappy).decompress(bomb), DecompressionBoundError, 'without a batch header before it: the error');
+  });
+}
+
+t.test('snappy: a 5-byte block declaring 4 GiB is refused from its header, before anything is allocated', async (t) => {
+  registerCodecs();
+  const before = process.memoryUsage().arrayBuffers;
+  await t.rejects(codec(CompressionTypes.Snappy).decompress(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f])), DecompressionBoundError);
+  t.ok(process.memoryUsage().arrayBuffers - before < 1 << 20, 'no 4 GiB buffer was allocated');
+  await t.rejects(codec(CompressionTypes.Snappy).decompress(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0x01])), /length header is malformed/);
+});
+
 t.test('registerCodecs: the bound must be a positive integer', async (t) => {
   t.throws(() => registerCodecs(0), /maxBytes \(0\) must be an integer >= 1/);
 });

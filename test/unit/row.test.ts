@@ -65,3 +65,24 @@ t.test('duration_start/end equal toISOString of the event times (cached minutes,
   }
   t.pass(`${times.length} event times`);
 });
+
+t.test('ndjsonBytes() is the UTF-8 of ndjson(), topics and names in any script included', async (t) => {
+  const rng = new Rng(31);
+  const f = new RowFormatter(60_000, 1000, [50]);
+  for (let round = 0; round < 20; round++) {
+    const cells = Array.from({ length: 30 }, () => {
+      const m = emptyMoments();
+      const sketch = new Sketch(0.01);
+      for (let i = 0; i < rng.int(1, 4); i++) {
+        const v = (rng.next() - 0.5) * 1e4;
+        addSample(m, v, 1_581_425_000_000 + rng.int(0, 59_999));
+        sketch.add(v);
+      }
+      const dims: Array<[string, string]> = [[text(rng, 5), text(rng, 9)]];
+      return { key: seriesKey(text(rng, 12), rng.next() < 0.5 ? null : text(rng, 3), dims, null), windowStart: 1_581_425_000_000, moments: m, sketch };
+    });
+    const where = round % 2 === 0 ? undefined : { topic: round % 4 === 1 ? `t.${text(rng, 5)}` : 'plain', partition: round };
+    const b = f.format(cells, where);
+    t.equal(b.ndjsonBytes!().toString('utf8'), b.ndjson(), `round ${round}`);
+  }
+});

@@ -1,16 +1,10 @@
 import type { FieldLimits, SampleRecord } from '../record.js';
 import { extractCeilometer } from './ceilometer.js';
-import { extractJson, type JsonMapping } from './json.js';
+import { extractJson } from './json.js';
+import type { FormatSpec } from './spec.js';
 import { extractMonasca } from './monasca.js';
 
-export type { FieldRef, JsonMapping } from './json.js';
-
-export type FormatSpec =
-  | { readonly kind: 'monasca' }
-  | { readonly kind: 'ceilometer' }
-  | { readonly kind: 'json'; readonly mapping: JsonMapping };
-
-export const FORMAT_NAMES = ['monasca', 'ceilometer', 'json'] as const;
+export type { FieldRef, FormatSpec, JsonMapping } from './spec.js';
 
 export type Extractor = (obj: Record<string, unknown>, out: SampleRecord) => void;
 

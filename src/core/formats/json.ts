@@ -2,17 +2,9 @@
 import {
   RecordError, dimValue, isPlainObject, optionalUnit, own, requireEpochMs, requireName, requireValue, requireWindowEnd, type FieldLimits, type SampleRecord,
 } from '../record.js';
+import type { FieldRef, JsonMapping } from './spec.js';
 
-/** A field read from a path ("verb.id", "items.0.price") or a constant. */
-export type FieldRef = { readonly path: readonly string[]; readonly text: string } | { readonly constant: string | number };
-
-export interface JsonMapping {
-  readonly name: FieldRef;
-  readonly value: FieldRef;
-  readonly timestamp: { readonly path: readonly string[]; readonly text: string };
-  readonly unit: FieldRef | null;
-  readonly dimensions: ReadonlyArray<{ readonly name: string; readonly path: readonly string[]; readonly text: string }>;
-}
+export type { FieldRef, JsonMapping } from './spec.js';
 
 export function getPath(obj: unknown, path: readonly string[]): unknown {
   let cur: unknown = obj;

@@ -34,6 +34,7 @@ export class KafkaSink implements Sink {
   /** Exactly-once: the commit points travel in the sink's transactions (as the group's offsets); readPositions() reads them back. */
   readonly positions: PositionStore | undefined;
   readonly pipelined = true;
+  readonly wholeEmissions: boolean;
   readonly #o: KafkaSinkOptions;
   readonly #admin: LazyAdmin;
   readonly #limits: TopicLimits;
@@ -50,6 +51,7 @@ export class KafkaSink implements Sink {
     this.#admin = new LazyAdmin(kafka);
     this.#limits = new TopicLimits({ topic: opts.topic, admin: () => this.#admin.get(), logger: opts.logger, withPartitions: true });
     this.positions = opts.exactlyOnce ? this : undefined;
+    this.wholeEmissions = opts.exactlyOnce === true;
     this.describe = `kafka:${opts.topic}${opts.exactlyOnce ? ' (exactly-once)' : ''}`;
     this.#producers = new ProducerSet(kafka, opts.logger, producerFactory(opts));
     this.#context = {

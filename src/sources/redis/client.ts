@@ -1,0 +1,115 @@
+// The Redis commands the source uses, over node-redis v5 with bulk strings as Buffers (entry values
+// are bytes: invalid UTF-8 must reach the decoder as it is, to be dead-lettered as invalid_utf8).
+import { createClient, RESP_TYPES } from 'redis';
+import type { Logger } from 'pino';
+import { StreamstatsError } from '../../errors.js';
+import type { Signal } from '../../async/index.js';
+import { redactedRedisUrl, type RedisConfig } from './config.js';
+
+export type Reply = Buffer | number | null | Reply[];
+
+/** A connection that returns bulk strings as Buffers; only sendCommand is used. */
+export interface RedisConn {
+  send(args: readonly string[]): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+/** One entry as XREADGROUP returns it; fields null when it was deleted while pending. */
+export interface StreamEntry {
+  readonly id: string;
+  readonly fields: readonly Buffer[] | null;
+}
+
+const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
+
+function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
+  return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });
+}
+
+/** Resolves null when `stop` is raised before the server answered (SIGTERM while Redis is down: no wait). */
+export async function connect(cfg: RedisConfig, logger: Logger, name: string): Promise<RedisConn>;
+export async function connect(cfg: RedisConfig, logger: Logger, name: string, stop: Signal): Promise<RedisConn | null>;
+export async function connect(cfg: RedisConfig, logger: Logger, name: string, stop?: Signal): Promise<RedisConn | null> {
+  const tls = cfg.url.startsWith('rediss:');
+  const client = createClient({
+    url: cfg.url,
+    name: `streamstats:${name}`,
+    socket: {
+      // Reconnect with a capped back-off (commands issued meanwhile wait in node-redis's queue), except
+      // when the server refused our credentials: retrying cannot help, so the source stops and says so.
+      reconnectStrategy: (retries: number, cause: Error) => (REFUSED.test(String(cause?.message)) ? refused(cfg, cause) : Math.min(5000, 100 * 2 ** Math.min(retries, 6))),
+      ...(tls ? { tls: true as const, rejectUnauthorized: cfg.tlsRejectUnauthorized, ...(cfg.tlsCa === undefined ? {} : { ca: cfg.tlsCa }) } : {}),
+    },
+  });
+  // Per command: sendCommand does not see withTypeMapping's proxy options.
+  const options = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.SIMPLE_STRING]: Buffer } };
+  // node-redis emits 'error' for every failed reconnect attempt: logged (rarely), never thrown.
+  let lastLog = 0;
+  client.on('error', (err: Error) => {
+    if (Date.now() - lastLog < 5000) return;
+    lastLog = Date.now();
+    logger.warn({ err, url: redactedRedisUrl(cfg) }, 'redis: connection error; reconnecting');
+  });
+  try {
+    const connecting = client.connect();
+    const stopped = stop?.wait().then(() => 'stopped' as const);
+    if ((await Promise.race([connecting.then(() => 'open' as const), ...(stopped === undefined ? [] : [stopped])])) === 'stopped') {
+      connecting.catch(() => {});
+      client.destroy();
+      return null;
+    }
+  } catch (err) {
+    // The first connection's handshake failing on credentials: no retry either.
+    if (REFUSED.test(String((err as Error).message))) throw refused(cfg, err as Error);
+    throw err;
+  }
+  return {
+    send: (args) => client.sendCommand(args, options) as Promise<Reply>,
+    close: async () => {
+      try {
+        await client.close();
+      } catch {
+        client.destroy();
+      }
+    },
+  };
+}
+
+export function text(r: Reply | undefined): string {
+  return Buffer.isBuffer(r) ? r.toString('utf8') : r === null || r === undefined ? '' : String(r);
+}
+
+/** XREADGROUP reply for one stream -> entries (null reply = nothing within BLOCK). */
+export function parseRead(r: Reply): StreamEntry[] {
+  if (!Array.isArray(r) || r.length === 0) return [];
+  const perStream = r[0];
+  if (!Array.isArray(perStream) || !Array.isArray(perStream[1])) return [];
+  const out: StreamEntry[] = [];
+  for (const e of perStream[1]) {
+    if (!Array.isArray(e)) continue;
+    const fields = e[1];
+    out.push({ id: text(e[0]), fields: Array.isArray(fields) ? (fields as Buffer[]) : null });
+  }
+  return out;
+}
+
+/** RESP2 flat [k, v, k, v] -> map of text keys (XINFO replies). */
+export function pairs(r: Reply): Map<string, Reply> {
+  const m = new Map<string, Reply>();
+  if (!Array.isArray(r)) return m;
+  for (let i = 0; i + 1 < r.length; i += 2) m.set(text(r[i]), r[i + 1]!);
+  return m;
+}
+
+export function num(r: Reply | undefined): number | null {
+  if (typeof r === 'number') return r;
+  if (Buffer.isBuffer(r)) {
+    const n = Number(r.toString());
+    return Number.isFinite(n) ? n : null;
+  }
+  return null;
+}
+
+/** Renews a lease only while it is still ours (another instance may hold it after an expiry). */
+export const RENEW_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+export const RELEASE_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";

@@ -1,0 +1,67 @@
+// Where a lane resumes: the one place that reads and writes stored positions. With a sink that owns
+// positions (PostgreSQL: written in the rows' transaction, keyed (topic = stream key, partition =
+// the consumer's slot)) the sink is the truth; otherwise a hash in Redis holds each lane's last
+// commit point, written before the entries below it are acknowledged.
+import type { CommitPoint, PositionStore } from '../../commit/types.js';
+import { num, text, type RedisConn } from './client.js';
+
+export type { PositionStore } from '../../commit/types.js';
+
+export interface LaneKey {
+  readonly stream: string;
+  readonly consumer: string;
+  readonly slot: number;
+}
+
+/** Redis keys of the group's own bookkeeping (hash tag keeps them in one cluster slot). */
+export function keys(groupId: string) {
+  const base = `streamstats:{${groupId}}`;
+  return {
+    commits: `${base}:commits`,
+    slots: `${base}:slots`,
+    slotSeq: `${base}:slot-seq`,
+    lease: (consumer: string) => `${base}:lease:${consumer}`,
+  };
+}
+
+const field = (l: LaneKey) => `${l.stream}\n${l.consumer}`;
+
+export async function readPosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined): Promise<CommitPoint | null> {
+  if (sink !== undefined) {
+    const stored = await sink.readPositions(lane.stream, [lane.slot]);
+    return stored.get(lane.slot) ?? null;
+  }
+  const raw = text(await redis.send(['HGET', keys(groupId).commits, field(lane)]));
+  if (raw === '') return null;
+  try {
+    const m = JSON.parse(raw) as Partial<{ v: number; position: number; wm: number; hi: number }>;
+    if (m.v === 1 && typeof m.position === 'number' && typeof m.wm === 'number' && typeof m.hi === 'number') {
+      return { position: m.position, watermarkMs: m.wm, appliedEnd: m.hi };
+    }
+  } catch {
+    // Not ours: the lane starts without a boundary.
+  }
+  return null;
+}
+
+/** Stores a lane's point unless the sink already did (in its own transaction). */
+export async function writePosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined, p: CommitPoint): Promise<void> {
+  if (sink !== undefined) return;
+  const meta = { v: 1, position: p.position, wm: Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, hi: p.appliedEnd };
+  await redis.send(['HSET', keys(groupId).commits, field(lane), JSON.stringify(meta)]);
+}
+
+/**
+ * A consumer's slot: the partition number its lanes carry in row identities and in the sink's
+ * positions. Allocated once per consumer name, so a restarted consumer keeps its slot.
+ */
+export async function slotOf(redis: RedisConn, groupId: string, consumer: string): Promise<number> {
+  const k = keys(groupId);
+  const existing = num(await redis.send(['HGET', k.slots, consumer]));
+  if (existing !== null) return existing;
+  const next = num(await redis.send(['INCR', k.slotSeq]));
+  await redis.send(['HSETNX', k.slots, consumer, String(next)]);
+  const slot = num(await redis.send(['HGET', k.slots, consumer]));
+  if (slot === null) throw new Error(`redis: no slot for consumer ${consumer}`);
+  return slot;
+}

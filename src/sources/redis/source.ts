@@ -1,0 +1,368 @@
+// The Redis Streams source: consumer-group reads handed to the engine, one lane per (stream,
+// consumer). Each instance serves its own consumer's lanes, reading its pending entries (PEL) first
+// and then new ones ('>'); a consumer whose lease expired and that stayed idle REDIS_CLAIM_IDLE_MS
+// is taken over: another instance serves that consumer's lanes (its PEL under its name, restored
+// from its stored position) until its pending entries are acknowledged, then deletes it.
+// Acknowledgement only below the lane's safe commit point, exactly like Kafka offsets.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Engine } from '../../engine/index.js';
+import type { Metrics } from '../../metrics/index.js';
+import { Signal, sleep } from '../../async/index.js';
+import { StreamstatsError } from '../../errors.js';
+import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
+import { redactedRedisUrl, type RedisConfig } from './config.js';
+import { splitEntries, type Missing } from './entries.js';
+import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
+import { idToPosition, positionMs, positionToId } from './position.js';
+import { keys, readPosition, slotOf, writePosition, type LaneKey, type PositionStore } from './positions.js';
+
+export interface RedisSourceOptions {
+  readonly redis: RedisConfig;
+  readonly engine: Engine;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly deadLetter: SourceDeadLetter;
+  readonly batchSize: number;
+  readonly batchMaxBytes: number;
+  readonly maxMessageBytes: number;
+  readonly commitIntervalMs: number;
+  readonly idleFlushMs: number;
+  readonly lagIntervalMs: number;
+  /** A sink that stores positions with its rows (PostgreSQL): lanes resume from it. */
+  readonly positions?: PositionStore;
+}
+
+interface Lane extends LaneKey {
+  readonly id: number;
+  /** Own lanes read new entries after their PEL; taken-over lanes end once their PEL is acknowledged. */
+  readonly own: boolean;
+  cursor: string;
+  /** Id of the last entry received: after a failed read, the PEL is read again from here. */
+  lastId: string;
+  skipBelow: number;
+  /** Restored appliedEnd: entries below it were processed (and dead-lettered, if so) by an earlier run. */
+  readonly replayBefore: number;
+  caughtUp: boolean;
+  lastCommitted: string;
+  loop: Promise<void>;
+}
+
+/** XPENDING pages when acknowledging; one XACK per page. */
+const ACK_PAGE = 1000;
+
+export class RedisSource {
+  readonly describe: string;
+  readonly #o: RedisSourceOptions;
+  readonly #token = randomBytes(8).toString('hex');
+  readonly #k: ReturnType<typeof keys>;
+  readonly #stop = new Signal();
+  readonly #lanes = new Map<number, Lane>();
+  /** Consumers whose lease we hold (ours, and those we took over), with the lanes serving them. */
+  readonly #leases = new Set<string>();
+  #nextId = 1;
+  #ctl: RedisConn | null = null;
+  #ready = false;
+  #fatal: Error | null = null;
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(opts: RedisSourceOptions) {
+    this.#o = opts;
+    this.describe = `redis:${opts.redis.streams.join(',')}`;
+    this.#k = keys(opts.redis.groupId);
+  }
+
+  get ready(): boolean {
+    return this.#ready && this.#fatal === null;
+  }
+
+  stop(): void {
+    this.#stop.raise();
+  }
+
+  async run(): Promise<void> {
+    const { redis, logger } = this.#o;
+    const ctl = await connect(redis, logger, `${redis.consumer}:ctl`, this.#stop);
+    if (ctl === null) return;
+    this.#ctl = ctl;
+    const timers: NodeJS.Timeout[] = [];
+    try {
+      for (const s of redis.streams) await this.#createGroup(s);
+      await this.#acquireOwnLease();
+      if (this.#stop.raised) return;
+      const slot = await slotOf(ctl, redis.groupId, redis.consumer);
+      for (const stream of redis.streams) await this.#openLane({ stream, consumer: redis.consumer, slot }, true);
+      this.#ready = true;
+      logger.info({ url: redactedRedisUrl(redis), streams: redis.streams, group: redis.groupId, consumer: redis.consumer, slot }, 'redis: consuming');
+      const every = (ms: number, fn: () => Promise<void>) => timers.push(setInterval(() => void this.#serial(fn), ms));
+      every(this.#o.commitIntervalMs, () => this.#commitAll());
+      every(Math.min(1000, this.#o.idleFlushMs), () => this.#idleFlush());
+      every(this.#o.lagIntervalMs, () => this.#lag());
+      every(Math.max(200, Math.floor(redis.claimIdleMs / 3)), () => this.#takeOver());
+      // Renewals do not queue behind commits and lag polls: a slow commit must not cost the lease.
+      const renew = () => void this.#renewLeases().catch((err: unknown) => logger.warn({ err }, 'redis: lease renewal failed; retrying'));
+      timers.push(setInterval(renew, Math.max(100, Math.floor(redis.claimIdleMs / 4))));
+      await this.#stop.wait();
+    } finally {
+      for (const t of timers) clearInterval(t);
+      this.#ready = false;
+      this.#stop.raise();
+      await Promise.all([...this.#lanes.values()].map((l) => l.loop));
+      // Shutdown: every batch handed over is applied, the final commit, leases given back.
+      await this.#o.engine.drain().catch(() => {});
+      await this.#serial(() => this.#commitAll());
+      for (const c of this.#leases) await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(c), this.#token]).catch(() => {});
+      await ctl.close();
+      logger.info('redis: in-flight batches applied, entries acknowledged, leases released');
+    }
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  /** Timer work runs one at a time and in order (commit, flush, lag, leases share one connection). */
+  #serial(fn: () => Promise<void>): Promise<void> {
+    this.#chain = this.#chain.then(fn).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: periodic task failed; the next run retries'));
+    return this.#chain;
+  }
+
+  #fail(err: unknown): void {
+    if (this.#fatal === null) this.#fatal = err instanceof Error ? err : new Error(String(err));
+    this.#o.logger.error({ err: this.#fatal }, 'redis: source failed; stopping');
+    this.stop();
+  }
+
+  async #createGroup(stream: string): Promise<void> {
+    const { redis } = this.#o;
+    try {
+      await this.#ctl!.send(['XGROUP', 'CREATE', stream, redis.groupId, redis.from === 'earliest' ? '0' : '$', 'MKSTREAM']);
+      this.#o.logger.info({ stream, group: redis.groupId, from: redis.from }, 'redis: consumer group created');
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('BUSYGROUP')) throw err;
+    }
+  }
+
+  /** Waits while an earlier incarnation's lease (or a taker-over's) is live: one server per consumer. */
+  async #acquireOwnLease(): Promise<void> {
+    const { redis, logger } = this.#o;
+    let logged = false;
+    while (!this.#stop.raised) {
+      if (await this.#tryLease(redis.consumer)) return;
+      if (!logged) logger.warn({ consumer: redis.consumer, waitMs: redis.claimIdleMs }, 'redis: consumer lease held (an earlier run, or an instance taking over); waiting for it');
+      logged = true;
+      await sleep(Math.min(1000, redis.claimIdleMs / 4), this.#stop);
+    }
+  }
+
+  async #tryLease(consumer: string): Promise<boolean> {
+    const r = await this.#ctl!.send(['SET', this.#k.lease(consumer), this.#token, 'NX', 'PX', String(this.#o.redis.claimIdleMs)]);
+    if (r === null) return false;
+    this.#leases.add(consumer);
+    return true;
+  }
+
+  async #openLane(key: LaneKey, own: boolean): Promise<void> {
+    const { engine, logger, redis } = this.#o;
+    const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
+    const id = this.#nextId++;
+    const identity = { topic: key.stream, partition: key.slot };
+    engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
+    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
+    this.#lanes.set(id, lane);
+    if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');
+    const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
+    if (conn === null) return;
+    lane.loop = this.#read(lane, conn).catch((err: unknown) => this.#fail(err)).finally(() => conn.close());
+    this.#o.metrics.assignedPartitions.set(this.#lanes.size);
+  }
+
+  /** Reads while the engine takes batches: submit() waits for pool capacity, so a full pool stops reading. */
+  async #read(lane: Lane, conn: RedisConn): Promise<void> {
+    const { redis, engine, metrics } = this.#o;
+    const field = Buffer.from(redis.field);
+    let count = redis.readCount;
+    let attempt = 0;
+    while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
+      const pel = lane.cursor !== '>';
+      let entries;
+      try {
+        const block = pel ? [] : ['BLOCK', String(redis.blockMs)];
+        entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, lane.cursor]));
+        attempt = 0;
+      } catch (err) {
+        attempt++;
+        // A reply lost with the connection still delivered its entries to us (they are in our PEL, and
+        // '>' never returns them again): read the PEL from the last entry we did receive first.
+        if (lane.cursor === '>') lane.cursor = lane.lastId;
+        this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
+        continue;
+      }
+      if (pel) {
+        if (entries.length === 0) {
+          // The PEL is read: own lanes go on with new entries; a taken-over lane has nothing more.
+          if (!lane.own) {
+            lane.caughtUp = true;
+            return;
+          }
+          lane.cursor = '>';
+          continue;
+        }
+        lane.cursor = entries[entries.length - 1]!.id;
+      }
+      lane.caughtUp = entries.length === 0;
+      if (entries.length === 0) continue;
+      lane.lastId = entries[entries.length - 1]!.id;
+      metrics.fetchBatchMessages.observe(entries.length);
+      const split = splitEntries(entries, { laneId: lane.id, field, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
+      // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
+      count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
+      if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
+      // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
+      if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
+      for (const b of split.batches) await engine.submit(b);
+    }
+  }
+
+  async #deadLetterMissing(lane: Lane, missing: readonly Missing[]): Promise<void> {
+    const { redis, metrics } = this.#o;
+    const entries = missingFieldLetters(missing, { ...lane, field: redis.field, source: this.describe });
+    if (entries.length > 0) {
+      await this.#o.deadLetter.write(entries);
+      metrics.records.inc({ result: 'missing_field' }, entries.length);
+    }
+    // A dead-lettered entry is done: acknowledged at once (XACK is per entry, not a cumulative offset);
+    // if that fails, the next commit acknowledges it with the rest below its point.
+    await this.#ack(lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
+  }
+
+  async #ack(lane: Lane, ids: readonly string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += ACK_PAGE) {
+      await this.#ctl!.send(['XACK', lane.stream, this.#o.redis.groupId, ...ids.slice(i, i + ACK_PAGE)]);
+    }
+  }
+
+  /** Per lane: store the safe point (unless the sink did), then XACK the lane's entries below it. */
+  async #commitAll(): Promise<void> {
+    const { engine, metrics, redis } = this.#o;
+    const ctl = this.#ctl!;
+    for (const lane of [...this.#lanes.values()]) {
+      const cp = engine.commitPoint(lane.id);
+      if (cp === null) continue;
+      const mark = `${cp.position}|${cp.watermarkMs}|${cp.appliedEnd}`;
+      if (mark === lane.lastCommitted) continue;
+      const end = metrics.commitSeconds.startTimer();
+      try {
+        await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
+        const below = `(${positionToId(cp.position)}`;
+        for (;;) {
+          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, '-', below, String(ACK_PAGE), lane.consumer]);
+          const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
+          if (ids.length > 0) await this.#ack(lane, ids);
+          if (ids.length < ACK_PAGE) break;
+        }
+        lane.lastCommitted = mark;
+        metrics.commits.inc({ result: 'ok' });
+        end();
+      } catch (err) {
+        metrics.commits.inc({ result: 'error' });
+        this.#o.logger.warn({ err, stream: lane.stream }, 'redis: commit failed; the next one retries');
+      }
+    }
+  }
+
+  /** A caught-up lane without entries for IDLE_FLUSH_SECONDS lets its watermark follow the wall clock. */
+  async #idleFlush(): Promise<void> {
+    const { engine, idleFlushMs } = this.#o;
+    const now = Date.now();
+    for (const lane of [...this.#lanes.values()]) {
+      if (!lane.caughtUp || engine.pendingAgeSeconds(lane.id, now) !== null) continue;
+      const last = engine.lastActivityMs(lane.id);
+      if (last !== null && now - last >= idleFlushMs) await engine.advanceIdle(lane.id, now);
+      if (!lane.own) await this.#finishTakeover(lane);
+    }
+  }
+
+  /** Lag per stream: entries not yet delivered to the group, entries pending, and the age of the oldest of them. */
+  async #lag(): Promise<void> {
+    const { metrics, redis, engine } = this.#o;
+    const now = Date.now();
+    for (const stream of redis.streams) {
+      const groups = await this.#ctl!.send(['XINFO', 'GROUPS', stream]);
+      const g = (Array.isArray(groups) ? groups : []).map(pairs).find((m) => text(m.get('name')) === redis.groupId);
+      if (g === undefined) continue;
+      const lag = num(g.get('lag')) ?? 0;
+      const pending = num(g.get('pending')) ?? 0;
+      metrics.lagMessages.set({ stream }, lag);
+      metrics.redisPending.set({ stream }, pending);
+      let ageS = 0;
+      if (lag > 0) {
+        const next = await this.#ctl!.send(['XRANGE', stream, `(${text(g.get('last-delivered-id'))}`, '+', 'COUNT', '1']);
+        const first = Array.isArray(next) && Array.isArray(next[0]) ? text(next[0][0]) : '';
+        if (first !== '') ageS = Math.max(0, (now - positionMs(idToPosition(first))) / 1000);
+      } else {
+        for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, engine.pendingAgeSeconds(l.id, now) ?? 0);
+      }
+      metrics.lagSeconds.set({ stream }, ageS);
+    }
+  }
+
+  async #renewLeases(): Promise<void> {
+    const { redis } = this.#o;
+    const ctl = this.#ctl!;
+    for (const c of [...this.#leases]) {
+      const ok = num(await ctl.send(['EVAL', RENEW_LEASE, '1', this.#k.lease(c), this.#token, String(redis.claimIdleMs)]));
+      // Released meanwhile (a takeover finished): not a loss.
+      if (ok === 1 || !this.#leases.has(c)) continue;
+      // Another instance serves this consumer now (we were stalled past the lease): two servers of
+      // one lane would emit its windows twice, so this instance stops and its supervisor restarts it.
+      this.#fail(new StreamstatsError('STREAMSTATS_SOURCE', `redis: lease of consumer ${c} lost (no renewal within REDIS_CLAIM_IDLE_MS=${redis.claimIdleMs})`, { canRetry: false }));
+      return;
+    }
+  }
+
+  /** Takes over consumers that are gone: no lease, idle REDIS_CLAIM_IDLE_MS, entries pending. */
+  async #takeOver(): Promise<void> {
+    const { redis, logger } = this.#o;
+    const ctl = this.#ctl!;
+    for (const stream of redis.streams) {
+      const consumers = await ctl.send(['XINFO', 'CONSUMERS', stream, redis.groupId]);
+      for (const m of (Array.isArray(consumers) ? consumers : []).map(pairs)) {
+        const name = text(m.get('name'));
+        if (this.#leases.has(name) || (num(m.get('pending')) ?? 0) === 0 || (num(m.get('idle')) ?? 0) < redis.claimIdleMs) continue;
+        if (!(await this.#tryLease(name))) continue;
+        logger.warn({ consumer: name, stream, pending: num(m.get('pending')) }, 'redis: taking over a dead consumer\'s pending entries');
+        this.#o.metrics.rebalances.inc();
+        try {
+          const slot = await slotOf(ctl, redis.groupId, name);
+          for (const s of redis.streams) await this.#openLane({ stream: s, consumer: name, slot }, false);
+        } catch (err) {
+          // Half a takeover would hold the lease with nobody serving: give it back, the next tick retries.
+          for (const l of [...this.#lanes.values()]) {
+            if (l.consumer !== name) continue;
+            this.#lanes.delete(l.id);
+            void this.#o.engine.dropPartition(l.id);
+          }
+          this.#leases.delete(name);
+          await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(name), this.#token]).catch(() => {});
+          throw err;
+        }
+      }
+    }
+  }
+
+  /** A taken-over lane whose PEL is read and acknowledged is closed; the consumer goes once all its lanes are. */
+  async #finishTakeover(lane: Lane): Promise<void> {
+    const { redis, engine, logger } = this.#o;
+    const ctl = this.#ctl!;
+    const summary = await ctl.send(['XPENDING', lane.stream, redis.groupId, '-', '+', '1', lane.consumer]);
+    if (Array.isArray(summary) && summary.length > 0) return;
+    this.#lanes.delete(lane.id);
+    await lane.loop;
+    await engine.dropPartition(lane.id);
+    if ([...this.#lanes.values()].some((l) => l.consumer === lane.consumer)) return;
+    for (const s of redis.streams) await ctl.send(['XGROUP', 'DELCONSUMER', s, redis.groupId, lane.consumer]);
+    this.#leases.delete(lane.consumer);
+    await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(lane.consumer), this.#token]);
+    this.#o.metrics.assignedPartitions.set(this.#lanes.size);
+    logger.info({ consumer: lane.consumer }, 'redis: dead consumer\'s entries processed and acknowledged; consumer deleted');
+  }
+}

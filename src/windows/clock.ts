@@ -1,0 +1,175 @@
+// A partition's stream time and the watermark it implies, robust to outliers: a forward jump of event
+// time is followed only once enough records confirm it (WATERMARK_CONFIRM_RECORDS).
+import { CELL } from '../core/messages.js';
+
+/** Event-time evidence: n records at or after time t (ms). */
+export interface TimePoint {
+  t: number;
+  n: number;
+}
+
+/**
+ * The partition's stream time, from which the watermark (stream time - lateness) follows.
+ *
+ * A record within `jumpMs` (the allowed lateness) of stream time moves it freely: such a record can
+ * never make a later in-order record late. A record further ahead is held, as evidence of a jump:
+ * stream time follows only once `confirm` records at or beyond a point confirm it (within this batch
+ * or across consecutive batches that each bring such records), and then to the confirm-th largest of
+ * their event times, so fewer than `confirm` outliers never move it. A batch with no record ahead of
+ * the bound clears the evidence. Until stream time exists (a new partition without a restored
+ * watermark), every record counts as ahead: the first `confirm` records start it.
+ * The evidence held is at most `confirm - 1` records' worth of points.
+ */
+export class StreamClock {
+  readonly #jumpMs: number;
+  readonly #confirm: number;
+  #stream = -Infinity;
+  /** Held evidence ahead of stream time + jump, ascending by time; its total n is < confirm. */
+  #held: TimePoint[] = [];
+
+  constructor(jumpMs: number, confirm: number) {
+    if (!(jumpMs >= 0)) throw new RangeError(`jumpMs (${jumpMs}) must be >= 0`);
+    if (!(Number.isSafeInteger(confirm) && confirm >= 1)) throw new RangeError(`confirm (${confirm}) must be an integer >= 1`);
+    this.#jumpMs = jumpMs;
+    this.#confirm = confirm;
+  }
+
+  get streamMs(): number {
+    return this.#stream;
+  }
+
+  /** Records held as evidence of a jump not yet confirmed. */
+  get heldRecords(): number {
+    let n = 0;
+    for (const p of this.#held) n += p.n;
+    return n;
+  }
+
+  /** Stream time is at least ms (a restored or wall-clock watermark + lateness); never moves back. */
+  raise(ms: number): void {
+    if (ms > this.#stream) this.#stream = ms;
+  }
+
+  /** One batch's evidence. */
+  observe(points: readonly TimePoint[]): void {
+    const limit = this.#stream + this.#jumpMs;
+    let ahead = false;
+    for (const p of points) if (p.n > 0 && !(p.t <= limit)) ahead = true;
+    const all = [...this.#held, ...points.filter((p) => p.n > 0)].sort((a, b) => a.t - b.t);
+    let i = this.#chain(all, 0);
+    if (!ahead) {
+      // Nothing of this batch is beyond the bound: earlier evidence was not confirmed in time.
+      this.#held = [];
+      return;
+    }
+    let total = 0;
+    for (let j = i; j < all.length; j++) total += all[j]!.n;
+    if (total >= this.#confirm) {
+      let acc = 0;
+      let j = all.length - 1;
+      for (; j >= i; j--) {
+        acc += all[j]!.n;
+        if (acc >= this.#confirm) break;
+      }
+      this.raise(all[j]!.t);
+      i = this.#chain(all, j);
+    }
+    this.#held = all.slice(i);
+  }
+
+  /**
+   * observe() of the points of these partials (CELL layout, at the given offsets; see cellPoints),
+   * with the two common cases decided in one pass and no points built: with nothing held, a batch
+   * entirely within the jump bound (an in-order stream), and a batch entirely beyond it whose
+   * confirm-th latest record is within the bound of its latest (the whole stream moved on). Anything
+   * else goes through observe().
+   */
+  observeCells(cells: Float64Array, at: readonly number[]): void {
+    if (this.#held.length === 0 && this.#confirm <= MAX_FAST_CONFIRM) {
+      let tmin = Infinity;
+      let tmax = -Infinity;
+      let total = 0;
+      for (const o of at) {
+        const count = cells[o + CELL.COUNT]!;
+        if (count <= 0) continue;
+        total += count;
+        if (cells[o + CELL.TS_MIN]! < tmin) tmin = cells[o + CELL.TS_MIN]!;
+        if (cells[o + CELL.TS_MAX]! > tmax) tmax = cells[o + CELL.TS_MAX]!;
+      }
+      const limit = this.#stream + this.#jumpMs;
+      // Every point is within the bound: the chain takes them all, and nothing is ahead.
+      if (total === 0 || tmax <= limit) {
+        if (tmax > this.#stream) this.#stream = tmax;
+        return;
+      }
+      if (tmin > limit && total >= this.#confirm) {
+        const t = confirmedTime(cells, at, this.#confirm);
+        // Stream time jumps to the confirm-th latest record, and from there the chain takes the rest.
+        if (tmax - t <= this.#jumpMs) {
+          this.raise(t);
+          this.raise(tmax);
+          return;
+        }
+      }
+    }
+    const points: TimePoint[] = [];
+    for (const o of at) cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, cells[o + CELL.COUNT]!, points);
+    this.observe(points);
+  }
+
+  /** Advances stream time over points (ascending) within the jump bound, from index i; returns the first point beyond it. */
+  #chain(all: readonly TimePoint[], i: number): number {
+    while (i < all.length && all[i]!.t <= this.#stream + this.#jumpMs) {
+      if (all[i]!.t > this.#stream) this.#stream = all[i]!.t;
+      i++;
+    }
+    return i;
+  }
+}
+
+/** observeCells' fast path keeps the confirm latest points; beyond this many it sorts, as observe does. */
+const MAX_FAST_CONFIRM = 64;
+
+/**
+ * The time of the confirm-th latest record among the partials' points (cellPoints: n - 1 records at
+ * tsMin, one at tsMax), from the confirm latest points (each holds at least one record).
+ */
+function confirmedTime(cells: Float64Array, at: readonly number[], confirm: number): number {
+  const ts = new Float64Array(confirm);
+  const ns = new Float64Array(confirm);
+  let k = 0;
+  const offer = (t: number, n: number): void => {
+    if (n <= 0 || (k === confirm && t <= ts[k - 1]!)) return;
+    let i = k === confirm ? k - 1 : k++;
+    // Insertion into the descending top list.
+    while (i > 0 && ts[i - 1]! < t) {
+      ts[i] = ts[i - 1]!;
+      ns[i] = ns[i - 1]!;
+      i--;
+    }
+    ts[i] = t;
+    ns[i] = n;
+  };
+  for (const o of at) {
+    const count = cells[o + CELL.COUNT]!;
+    if (count <= 0) continue;
+    offer(cells[o + CELL.TS_MAX]!, 1);
+    offer(cells[o + CELL.TS_MIN]!, count - 1);
+  }
+  let acc = 0;
+  for (let i = 0; i < k; i++) {
+    acc += ns[i]!;
+    if (acc >= confirm) return ts[i]!;
+  }
+  return ts[k - 1]!;
+}
+
+/**
+ * What a batch's partial of n records proves about event times: one record at its latest time, and
+ * n - 1 at or after its earliest (the records in between are not known one by one).
+ */
+export function cellPoints(tsMin: number, tsMax: number, count: number, out: TimePoint[]): void {
+  if (count <= 0) return;
+  out.push({ t: tsMax, n: 1 });
+  if (count > 1) out.push({ t: tsMin, n: count - 1 });
+}
