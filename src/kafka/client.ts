@@ -8,11 +8,18 @@ import { registerCodecs } from './codecs.js';
 
 const KafkaLogLevel = kafkajs.logLevel;
 
-function logCreator(logger: Logger) {
+/**
+ * kafkajs's logs into ours. A broker's error response (the Connection's "Response <api>" line) is a
+ * warning, not an error: kafkajs logs one for every retriable answer too (a topic being created, a
+ * leader moving, a coordinator loading), and the call that finally fails reports that itself, at its
+ * own level. So a healthy start (an output topic auto-created on first use) logs no error line.
+ */
+export function kafkaLogCreator(logger: Logger) {
   return () => (entry: LogEntry) => {
     const { message, ...extra } = entry.log;
     const fields = { kafka: entry.namespace, ...extra };
-    switch (entry.level) {
+    const level = entry.level === KafkaLogLevel.ERROR && entry.namespace === 'Connection' && message.startsWith('Response ') ? KafkaLogLevel.WARN : entry.level;
+    switch (level) {
       case KafkaLogLevel.ERROR:
         logger.error(fields, `kafka: ${message}`);
         break;
@@ -36,7 +43,7 @@ export function kafkajsConfig(cfg: KafkaConfig, logger: Logger): KafkajsConfig {
     // Our own supervisor reconnects with a capped back-off; kafkajs's retries cover short blips.
     retry: { initialRetryTime: 300, retries: 5, maxRetryTime: Math.min(cfg.retryMaxMs, 30000) },
     logLevel: KafkaLogLevel.INFO,
-    logCreator: logCreator(logger),
+    logCreator: kafkaLogCreator(logger),
   };
   if (cfg.ssl !== null) {
     out.ssl = {
