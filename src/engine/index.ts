@@ -45,6 +45,7 @@ export class Engine {
     this.#letters = new DeadLetterBuilder({ ...opts, windowMs });
     this.#late = new LateWarner(opts.logger);
     this.#pending = new Gate(2 * opts.pool.stats.maxInFlight);
+    if (Number.isFinite(this.#store.budget.maxBytes)) opts.metrics.stateLimitBytes.set(this.#store.budget.maxBytes);
   }
 
   /** Starts (or restarts) a partition's state, e.g. on assignment with its identity and restored commit point. */
@@ -387,5 +388,6 @@ export class Engine {
     }
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
+    this.#o.metrics.stateBytes.set(this.#store.budget.bytes);
   }
 }

@@ -34,6 +34,9 @@ t.test('MAX_STATE_MB: hostile large series are refused by estimated bytes, the o
   t.ok(refused.every((d) => /state limit reached: MAX_STATE_MB=2/.test(d.detail)), 'each says which option refused it');
   const metrics = await run.registry.getSingleMetricAsString('streamstats_records_total');
   t.match(metrics, new RegExp(`streamstats_records_total\\{result="series_limit"\\} ${400 - admitted}`));
+  const gauge = async (name: string) => (await run.registry.getSingleMetric(name)!.get()).values[0]?.value;
+  t.equal(await gauge('streamstats_state_limit_bytes'), 2 * 1024 * 1024, 'the budget is exported');
+  t.equal(await gauge('streamstats_state_bytes'), 0, 'every closed series gave its bytes back');
 });
 
 t.test('MAX_SERIES still refuses by count (its own detail) when the byte budget has room', async (t) => {
