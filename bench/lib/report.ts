@@ -23,6 +23,8 @@ export function writeBenchmarksDoc(inp: ReportInputs): string {
     'Run them with `npm run bench` (`--quick`: a few minutes, smaller inputs) or `npm run bench:full`; `npm run bench -- --only pool,decode` runs some. ' +
       'Each scenario writes `bench/results/<scenario>.json` (every sample, the configuration, the machine, the time) and this page is rebuilt from those files.',
     '',
+    'Measurements made by hand with other scripts (CPU per record step by step for issue 14, the single-threaded whole-job baseline, Node 20 against Node 24) are in [measurements.md](measurements.md): this page is regenerated, that one is not.',
+    '',
     '## Method',
     '',
     '- Every measured run is a fresh child process (`node dist/src/cli.js` with the variables shown, or a small script in `bench/child/`), so memory, JIT state and ' +

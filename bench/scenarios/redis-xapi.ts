@@ -1,4 +1,4 @@
-// Scenario 7: seed 003's table (xAPI learning events over a Redis bus) with streamstats as the
+// Scenario 8: seed 003's table (xAPI learning events over a Redis bus) with streamstats as the
 // consumer. For 1,000 and 100,000 events and batch sizes 1, 10, 100, 1000: a producer writes the
 // events as fast as it can while the consumer runs; events/s = events / (last processed - first
 // produced), lag = how far the consumer was behind when the producer finished (seed 003's "seconds
@@ -166,8 +166,8 @@ function table(cells: readonly Cell[], events: number): string {
 
 export const redisXapiScenario: Scenario = {
   id: 'redis-xapi',
-  order: 7,
-  title: 'Scenario 7: seed 003, xAPI events over a Redis stream: streamstats against a naive XREADGROUP consumer',
+  order: 8,
+  title: 'Scenario 8: seed 003, xAPI events over a Redis stream: streamstats against a naive XREADGROUP consumer',
   async run(ctx) {
     const ctl = await connect(redisConfig('unused'), silent, 'bench');
     const scratch = scratchDir('ss-bench-redis');

@@ -82,7 +82,7 @@ export class BatchBuilder {
       for (let i = start; i < end; i++) buf[j++] = bytes[i]!;
     } else {
       // fill() copies natively; set() into shared memory copies byte by byte as atomics (about 2x
-      // slower per message for a 400-byte message, measured: see docs/benchmarks.md, issue 14).
+      // slower per message for a 400-byte message, measured: see docs/measurements.md, issue 14).
       buf.fill(n === bytes.length ? bytes : bytes.subarray(start, end), this.#len, this.#len + n);
     }
     this.#len += n;
