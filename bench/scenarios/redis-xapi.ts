@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sleep } from '../../src/async/index.js';
 import { connect, parseRead, type RedisConn } from '../../src/sources/redis/client.js';
 import { parseRedisConfig } from '../../src/sources/redis/config.js';
 import { XAPI_JSON_MAPPING, xapiStatements } from '../../src/sources/redis/xapi.js';
@@ -56,7 +57,6 @@ function startProc(args: string[], env: Record<string, string>, port: number): P
   return { child, port, stdout: () => out };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Cell { consumer: Consumer; events: number; batch: number; eventsPerSecond: number; lagSeconds: number; cpuSeconds: number }
 

@@ -70,6 +70,7 @@ export class Engine {
     s.dropped = true;
     s.store.takeAll();
     this.#partitions.delete(p);
+    this.#late.forget(p);
     this.#updateGauges();
     // Resolves once an apply already under way and every write it started have finished.
     return s.chain.then(() => s.writes).catch(() => {});

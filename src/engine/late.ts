@@ -39,6 +39,11 @@ export class LateWarner {
     this.#now = now;
   }
 
+  /** Drops a partition's held counts: partition ids are never reused, so a rebalance would otherwise grow the map. */
+  forget(partition: number): void {
+    this.#held.delete(partition);
+  }
+
   /** Warns when more than half of the batch's records were late, at most once per interval per partition. */
   observe(s: LateSample): void {
     if (s.late === 0 || s.late * 2 <= s.late + s.accepted) return;

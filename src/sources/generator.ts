@@ -1,5 +1,6 @@
 // The Monasca agent-simulator workload of seed 000: metrics aaa.perf_000.. x hostnames agent_0..,
 // values 0..999, the production-like dimension set, one point per message. Deterministic per seed.
+import { sleep } from '../async/index.js';
 import { BatchBuilder } from '../core/batch.js';
 import type { GeneratorConfig } from '../config/index.js';
 import type { PullSource, Progress, SourceBatch } from './types.js';
@@ -170,6 +171,6 @@ export class GeneratorSource implements PullSource {
     if (this.cfg.rate <= 0) return;
     const due = started + (this.#done / this.cfg.rate) * 1000;
     const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 1) await sleep(wait);
   }
 }

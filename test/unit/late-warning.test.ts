@@ -57,3 +57,16 @@ t.test('a replay behind the watermark says so in the log of a real run', async (
   t.equal(w['oldestLateWindow'], '2020-02-11T12:42:00.000Z');
   t.same(w.heldBack, { batches: 0, late: 0, records: 0 }, 'the first line of the run; the next 29 batches are held back within the interval');
 });
+
+t.test('a dropped partition is forgotten: nothing of it is held (ids are never reused)', async (t) => {
+  const { lines, logger } = capture();
+  const now = 1_000_000;
+  const w = new LateWarner(logger, 60_000, () => now);
+  w.observe(sample({ late: 10 }));
+  w.observe(sample({ late: 10 }));
+  t.equal(lines.length, 1, 'the second is held back');
+  w.forget(0);
+  w.observe(sample({ late: 3 }));
+  t.equal(lines.length, 2, 'after forget, the partition starts afresh');
+  t.match(lines[1], { partition: 0, late: 3, heldBack: { batches: 0, late: 0, records: 0 } });
+});
