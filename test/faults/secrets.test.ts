@@ -3,15 +3,14 @@
 // stdout, in /metrics, in the API's answers (on its own port, API_PORT), or in error messages (an
 // unreachable database, a malformed URL, a SASL handshake the broker refuses).
 // And the production dependencies carry no known high-severity vulnerability (npm audit).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import t, { type Test } from 'tap';
-import { CLI, caughtUp, freePort, runToExit, until, type EngineProcess, type Exited } from '../fixtures/engine-process.js';
+import t from 'tap';
+import { CLI, caughtUp, freePort, runToExit, startEngineProcess, until, type Exited } from '../fixtures/engine-process.js';
 import { brokers, createTopic, uid } from '../fixtures/kafka.js';
-import { parseSeries, seriesSum } from '../fixtures/metrics.js';
 import { testSchema } from '../fixtures/pg.js';
 import { keyedMessages, points, produceTo, spawnEngine } from '../fixtures/faults.js';
 
@@ -32,39 +31,6 @@ function runCli(env: Record<string, string>, timeoutMs = 60_000): Promise<Exited
   return runToExit([CLI], { ...process.env, ...base, ...env }, { keepStdout: false, timeoutMs });
 }
 
-/**
- * The shipped CLI like spawnEngine's, but with stdout kept too (spawnEngine discards it), so that a
- * test can check that a secret reaches neither stream. Killed with the test.
- */
-function spawnEngineKeepingStdout(t: Test, env: Record<string, string>, metricsPort: number): EngineProcess & { stdout(): string } {
-  const child = spawn(process.execPath, [CLI], {
-    env: { ...process.env, METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', PROGRESS: 'off', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  const get = async (path: string) => fetch(`http://127.0.0.1:${metricsPort}${path}`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
-  return {
-    child,
-    port: metricsPort,
-    exited,
-    stdout: () => out,
-    stderr: () => err,
-    ready: async () => (await get('/readyz'))?.status === 200,
-    metrics: async () => {
-      const r = await get('/metrics');
-      return r === null || r.status !== 200 ? null : parseSeries(await r.text());
-    },
-    sum: seriesSum,
-  };
-}
-
 t.test('a PostgreSQL URL password and an API token are not in the logs, stdout, /metrics or the statistics API while the engine runs', async (t) => {
   const db = await testSchema(t);
   const topic = await createTopic(t, 2);
@@ -75,8 +41,8 @@ t.test('a PostgreSQL URL password and an API token are not in the logs, stdout, 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const tokensFile = join(dir, 'tokens');
   writeFileSync(tokensFile, `# the test's token\n${API_TOKEN} admin\n`, { mode: 0o600 });
-  const [metricsPort, apiPort] = [await freePort(), await freePort()];
-  const e = spawnEngineKeepingStdout(t, {
+  const apiPort = await freePort();
+  const e = await startEngineProcess(t, {
     SOURCE: 'kafka',
     KAFKA_BROKERS: brokers().join(','),
     KAFKA_TOPICS: topic,
@@ -91,7 +57,7 @@ t.test('a PostgreSQL URL password and an API token are not in the logs, stdout, 
     API_HOST: '127.0.0.1',
     API_PORT: String(apiPort),
     API_TOKENS_FILE: tokensFile,
-  }, metricsPort);
+  }, { keepStdout: true });
   await until(() => caughtUp(e, 2), 'caught up (rows written through the URL with the password)', 60_000);
   const rows = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM streamstats_statistics');
   t.ok(Number(rows.rows[0]!.n) > 0, 'the sink works (trust auth ignores the password)');
@@ -113,7 +79,7 @@ t.test('a PostgreSQL URL password and an API token are not in the logs, stdout, 
   t.ok(JSON.parse(api[0]!.body).length > 0, 'GET /v2/meters lists the stored meters');
   t.equal((await fetch(`http://127.0.0.1:${e.port}/v2/meters`, { headers: { 'x-auth-token': API_TOKEN } })).status, 404, 'the metrics port does not serve /v2');
   e.child.kill('SIGTERM');
-  t.equal(await e.exited, 0, 'exits 0');
+  t.equal(await e.closed, 0, 'exits 0');
   t.ok(e.stderr().includes('***'), 'the start-up log shows the URL redacted');
   t.match(e.stderr(), /statistics API on \/v2 \(X-Auth-Token\)/, 'the start-up log says the API is on, with tokens');
   t.same(leaks(e.stderr(), PG_PASSWORD, API_TOKEN), [], 'stderr (debug logs) contains neither the password nor the token');
