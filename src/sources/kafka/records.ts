@@ -49,28 +49,32 @@ const CREATE_TIME = 0;
 /** Counts of batches and records by path, for the tests (a fast path that never runs tests nothing). */
 export const recordPaths = { fastBatches: 0, kafkajsBatches: 0, kafkajsRecords: 0 };
 
-/** kafkajs's Decoder.readVarInt, with its 32-bit arithmetic, on a buffer position. */
-function varInt(buf: Buffer, at: { p: number }): number {
-  let b: number;
-  let r = 0;
-  let i = 0;
+/** The read position of varInt and varLong: a module variable, not an object per record. */
+let pos = 0;
+
+/** kafkajs's Decoder.readVarInt, with its 32-bit arithmetic, at pos. */
+function varInt(buf: Buffer): number {
+  let b = buf[pos++]!;
+  if (b < 0x80) return (b >>> 1) ^ -(b & 1);
+  let r = b & 0x7f;
+  let i = 7;
   do {
-    b = buf[at.p++]!;
+    b = buf[pos++]!;
     r += (b & 0x7f) << i;
     i += 7;
   } while (b >= 0x80);
   return (r >>> 1) ^ -(r & 1);
 }
 
-/** A zigzag varlong of at most 7 bytes (|value| < 2^48) as a number; NaN when longer. */
-function varLong(buf: Buffer, at: { p: number }): number {
+/** A zigzag varlong of at most 7 bytes (|value| < 2^48) at pos, as a number; NaN when longer. */
+function varLong(buf: Buffer): number {
   let b: number;
   let v = 0;
   let scale = 1;
   let n = 0;
   do {
     if (n++ === 7) return NaN;
-    b = buf[at.p++]!;
+    b = buf[pos++]!;
     v += (b & 0x7f) * scale;
     scale *= 128;
   } while (b >= 0x80);
@@ -118,41 +122,40 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): boolean {
   const count = buf.readInt32BE(b + 45);
   if (count < -1 || count > length) return false;
   const records: KjsMessage[] = new Array<KjsMessage>(Math.max(count, 0));
-  const at = { p: b + RECORD_BATCH_OVERHEAD };
+  let next = b + RECORD_BATCH_OVERHEAD;
   const appendTime = timestampType === LOG_APPEND_TIME;
   for (let i = 0; i < count; i++) {
-    const len = varInt(buf, at);
-    const start = at.p;
+    pos = next;
+    const len = varInt(buf);
+    const start = pos;
     const stop = start + len;
     if (len < 0 || stop > end) return false;
-    at.p = stop;
+    next = stop;
     if (len === 0) {
       recordPaths.kafkajsRecords++;
       records[i] = RecordDecoder(new Decoder(buf.subarray(start, stop)), batchContext);
       continue;
     }
-    const r = { p: start };
-    const recAttributes = buf.readInt8(start);
-    r.p++;
-    const tsDelta = varLong(buf, r);
-    const offsetDelta = varInt(buf, r);
+    const recAttributes = buf[pos++]!;
+    const tsDelta = varLong(buf);
+    const offsetDelta = varInt(buf);
     const ts = tsBase + tsDelta;
     const offset = offsetBase + offsetDelta;
-    const keyLen = varInt(buf, r);
-    const keyAt = r.p;
-    if (keyLen > 0) r.p += keyLen;
-    const valueLen = varInt(buf, r);
-    const valueAt = r.p;
-    if (valueLen > 0) r.p += valueLen;
-    const headers = varInt(buf, r);
-    if (r.p !== stop || keyLen < -1 || valueLen < -1 || (headers !== 0 && headers !== -1) || !Number.isSafeInteger(ts) || !Number.isSafeInteger(offset)) {
+    const keyLen = varInt(buf);
+    const keyAt = pos;
+    if (keyLen > 0) pos += keyLen;
+    const valueLen = varInt(buf);
+    const valueAt = pos;
+    if (valueLen > 0) pos += valueLen;
+    const headers = varInt(buf);
+    if (pos !== stop || keyLen < -1 || valueLen < -1 || (headers !== 0 && headers !== -1) || !Number.isSafeInteger(ts) || !Number.isSafeInteger(offset)) {
       recordPaths.kafkajsRecords++;
       records[i] = RecordDecoder(new Decoder(buf.subarray(start, stop)), batchContext);
       continue;
     }
     records[i] = {
       magicByte,
-      attributes: recAttributes,
+      attributes: recAttributes > 127 ? recAttributes - 256 : recAttributes,
       timestamp: appendTime && maxTimestamp ? maxTimestamp : String(ts),
       offset: String(offset),
       key: keyLen === -1 ? null : buf.subarray(keyAt, keyAt + keyLen),
