@@ -16,8 +16,9 @@
 import Module, { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
+/** The kafkajs release whose decoder this mirrors: with any other, kafkajs keeps its own. */
+const KAFKAJS_VERSION = '2.2.4';
 const KJS = 'kafkajs/src/protocol/';
-const DECODE_MESSAGES_PATH = require.resolve(`${KJS}requests/fetch/v4/decodeMessages.js`);
 
 interface KjsDecoder {
   buffer: Buffer;
@@ -26,15 +27,37 @@ interface KjsDecoder {
   readBytes(n: number): Buffer;
   canReadBytes(n: number): boolean;
 }
-type KjsDecoderClass = new (b: Buffer) => KjsDecoder;
 type KjsMessage = Record<string, unknown>;
 
-const Decoder = require(`${KJS}decoder.js`) as KjsDecoderClass;
-const RecordBatchDecoder = require(`${KJS}recordBatch/v0/decoder.js`) as (d: KjsDecoder) => Promise<{ records: KjsMessage[] }>;
-const RecordDecoder = require(`${KJS}recordBatch/record/v0/decoder.js`) as (d: KjsDecoder, ctx: object) => KjsMessage;
-const MessageSetDecoder = require(`${KJS}messageSet/decoder.js`) as (d: KjsDecoder, size: number) => Promise<KjsMessage[]>;
-const { MAGIC_BYTE } = require(`${KJS}recordBatch/v0/index.js`) as { MAGIC_BYTE: number };
-const { KafkaJSPartialMessageError } = require('kafkajs/src/errors.js') as { KafkaJSPartialMessageError: new (m: string) => Error };
+interface KafkajsParts {
+  readonly decodeMessagesPath: string;
+  readonly Decoder: new (b: Buffer) => KjsDecoder;
+  readonly RecordBatchDecoder: (d: KjsDecoder) => Promise<{ records: KjsMessage[] }>;
+  readonly RecordDecoder: (d: KjsDecoder, ctx: object) => KjsMessage;
+  readonly MessageSetDecoder: (d: KjsDecoder, size: number) => Promise<KjsMessage[]>;
+  readonly MAGIC_BYTE: number;
+  readonly KafkaJSPartialMessageError: new (m: string) => Error;
+}
+
+/** kafkajs's internals this needs; null (nothing installed) for another release or layout. */
+function kafkajsParts(): KafkajsParts | null {
+  try {
+    if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return null;
+    return {
+      decodeMessagesPath: require.resolve(`${KJS}requests/fetch/v4/decodeMessages.js`),
+      Decoder: require(`${KJS}decoder.js`) as KafkajsParts['Decoder'],
+      RecordBatchDecoder: require(`${KJS}recordBatch/v0/decoder.js`) as KafkajsParts['RecordBatchDecoder'],
+      RecordDecoder: require(`${KJS}recordBatch/record/v0/decoder.js`) as KafkajsParts['RecordDecoder'],
+      MessageSetDecoder: require(`${KJS}messageSet/decoder.js`) as KafkajsParts['MessageSetDecoder'],
+      MAGIC_BYTE: (require(`${KJS}recordBatch/v0/index.js`) as { MAGIC_BYTE: number }).MAGIC_BYTE,
+      KafkaJSPartialMessageError: (require('kafkajs/src/errors.js') as { KafkaJSPartialMessageError: KafkajsParts['KafkaJSPartialMessageError'] }).KafkaJSPartialMessageError,
+    };
+  } catch {
+    return null;
+  }
+}
+
+const K = kafkajsParts();
 
 /** kafkajs's RECORD_BATCH_OVERHEAD and MAGIC_OFFSET (v4/decodeMessages.js). */
 const RECORD_BATCH_OVERHEAD = 49;
@@ -92,7 +115,7 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): boolean {
   const b = o + 12;
   if (buf.length - b < length) {
     d.offset = b + length;
-    throw new KafkaJSPartialMessageError(`Tried to decode a partial record batch: remainingBytes(${buf.length - b}) < recordBatchLength(${length})`);
+    throw new K!.KafkaJSPartialMessageError(`Tried to decode a partial record batch: remainingBytes(${buf.length - b}) < recordBatchLength(${length})`);
   }
   const end = b + length;
   const attributes = buf.readInt16BE(b + 9);
@@ -133,7 +156,7 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): boolean {
     next = stop;
     if (len === 0) {
       recordPaths.kafkajsRecords++;
-      records[i] = RecordDecoder(new Decoder(buf.subarray(start, stop)), batchContext);
+      records[i] = K!.RecordDecoder(new K!.Decoder(buf.subarray(start, stop)), batchContext);
       continue;
     }
     const recAttributes = buf[pos++]!;
@@ -150,7 +173,7 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): boolean {
     const headers = varInt(buf);
     if (pos !== stop || keyLen < -1 || valueLen < -1 || (headers !== 0 && headers !== -1) || !Number.isSafeInteger(ts) || !Number.isSafeInteger(offset)) {
       recordPaths.kafkajsRecords++;
-      records[i] = RecordDecoder(new Decoder(buf.subarray(start, stop)), batchContext);
+      records[i] = K!.RecordDecoder(new K!.Decoder(buf.subarray(start, stop)), batchContext);
       continue;
     }
     records[i] = {
@@ -176,15 +199,15 @@ export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]>
   const messagesSize = decoder.readInt32();
   if (messagesSize <= 0 || !decoder.canReadBytes(messagesSize)) return [];
   const messagesBuffer = decoder.readBytes(messagesSize);
-  const messagesDecoder = new Decoder(messagesBuffer);
+  const messagesDecoder = new K!.Decoder(messagesBuffer);
   const magicByte = messagesBuffer.subarray(MAGIC_OFFSET).readInt8(0);
-  if (magicByte !== MAGIC_BYTE) return MessageSetDecoder(messagesDecoder, messagesSize);
+  if (magicByte !== K!.MAGIC_BYTE) return K!.MessageSetDecoder(messagesDecoder, messagesSize);
   const records: KjsMessage[] = [];
   while (messagesDecoder.canReadBytes(RECORD_BATCH_OVERHEAD)) {
     try {
       if (fastBatch(messagesDecoder, records)) continue;
       recordPaths.kafkajsBatches++;
-      const batch = await RecordBatchDecoder(messagesDecoder);
+      const batch = await K!.RecordBatchDecoder(messagesDecoder);
       for (const r of batch.records) records.push(r);
     } catch (e) {
       // As kafkajs: the tail of a fetch can be a partial batch (maxBytes cuts it).
@@ -197,15 +220,17 @@ export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]>
 
 /**
  * Puts decodeMessages in place of kafkajs's before its first fetch; true when it is (now or
- * already) in place, false when kafkajs had loaded its own first.
+ * already) in place, false when kafkajs had loaded its own first or is not the release this mirrors.
  */
 export function installFastRecords(): boolean {
-  const cached = require.cache[DECODE_MESSAGES_PATH];
+  if (K === null) return false;
+  const path = K.decodeMessagesPath;
+  const cached = require.cache[path];
   if (cached !== undefined) return cached.exports === decodeMessages;
-  const m = new Module(DECODE_MESSAGES_PATH);
-  m.filename = DECODE_MESSAGES_PATH;
+  const m = new Module(path);
+  m.filename = path;
   m.loaded = true;
   m.exports = decodeMessages;
-  require.cache[DECODE_MESSAGES_PATH] = m;
+  require.cache[path] = m;
   return true;
 }

@@ -78,7 +78,7 @@ export class KafkaSource {
     this.describe = `kafka:${kafka.topics.join(',')}`;
     registerCodecs(opts.intakeMaxBytes);
     // Before the first fetch: kafkajs loads its fetch response decoder lazily (./records.ts).
-    if (!installFastRecords()) logger.debug('kafka: kafkajs fetch decoder already loaded; fast record decoding off');
+    if (!installFastRecords()) logger.debug('kafka: kafkajs fetch decoder already loaded, or not kafkajs 2.2.4: its own record decoding stays');
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
     this.#intake = new Intake({
       maxBytes: opts.intakeMaxBytes,
