@@ -11,6 +11,7 @@ import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { Scenario } from '../lib/scenario.js';
 import { statisticsSql } from '../../src/api/index.js';
 import { PostgresSink } from '../../src/sinks/postgres/sink.js';
+import { DEFAULT_RELATIVE_ACCURACY } from '../../src/core/sketch.js';
 import { QUERY_KINDS, type QueryChildResult } from '../child/query.js';
 
 const BASE_URL = process.env.STREAMSTATS_BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -20,6 +21,8 @@ const SAMPLES = SHAPE.meters * SHAPE.resources * SHAPE.windows * SHAPE.samplesPe
 const MONGO = { pipelineSeconds: 128, mapReduceSeconds: 1500 };
 const TARGET_SECONDS = 1;
 const METER = 'cpu_util';
+/** PERCENTILES' sketch accuracy (DEFAULT_RELATIVE_ACCURACY in src/core/sketch.ts). */
+const SKETCH_ACCURACY = DEFAULT_RELATIVE_ACCURACY;
 
 /** Ceilometer meter names and units, with a typical scale of their values. */
 const METERS: ReadonlyArray<readonly [string, string, number]> = [
@@ -49,7 +52,7 @@ const RESOURCES_SQL = `(SELECT md5('resource-' || i)::uuid::text AS id FROM gene
  * (10 meters x 1,000 resources), then the windows. Inserting into the streamstats_statistics view
  * instead would go through its row-at-a-time INSTEAD OF trigger.
  */
-const FILL_SERIES = `
+export const FILL_SERIES = `
 INSERT INTO streamstats_series (id, name, groupby)
 SELECT ${SERIES_ID}, m.name, jsonb_build_object('resource_id', r.id)
 FROM ${METERS_SQL}
@@ -58,20 +61,29 @@ CROSS JOIN ${RESOURCES_SQL}`;
 /**
  * Window rows in the order a running engine writes them (window by window: every series' row of a
  * minute, then the next minute), so that one meter's rows are spread over the whole table as in real
- * use. Each row: 6 samples; avg within the meter's scale, min/max around it, m2 = 6 x stddev^2, the
- * sample times from 1 s to 51 s into the window. The view derives avg, stddev, period_end, duration.
+ * use. Each row is made from 6 samples drawn around a per-row mean within the meter's scale (spread up
+ * to 5 % of it), at 1 s to 51 s into the window: count, sum, min, max and m2 are theirs, and so is the
+ * sketch, in the sink's own format (Sketch.toJSON() of src/core/sketch.ts at PERCENTILES' default
+ * relative accuracy, 0.01: bucket index ceil(ln v / ln gamma) -> count). The view derives avg, stddev,
+ * period_end, duration.
  */
-const FILL_WINDOWS = `
+export const FILL_WINDOWS = `
 INSERT INTO streamstats_windows (series, period_start, duration_start, duration_end, count, sum, min, max, m2,
   partition, period, topic, unit, sketch)
 SELECT ${SERIES_ID}, ps, ps + interval '1 s', ps + interval '51 s',
-  ${SHAPE.samplesPerRow}, v.a * ${SHAPE.samplesPerRow}, v.a - 2 * v.sd, v.a + 2 * v.sd, v.sd * v.sd * ${SHAPE.samplesPerRow},
-  -1, ${SHAPE.windowSeconds}, '', m.unit, NULL
+  ${SHAPE.samplesPerRow}, st.sum, st.min, st.max, st.m2, -1, ${SHAPE.windowSeconds}, '', m.unit, st.sketch
 FROM generate_series(0, ${SHAPE.windows - 1}) w
 CROSS JOIN LATERAL (SELECT timestamptz '2024-01-01 00:00:00+00' + w * interval '${SHAPE.windowSeconds} s' AS ps) t
 CROSS JOIN ${METERS_SQL}
 CROSS JOIN ${RESOURCES_SQL}
-CROSS JOIN LATERAL (SELECT m.scale * (0.2 + 0.6 * random()) + 0 * w AS a, m.scale * 0.05 * random() + 0 * w AS sd) v`;
+CROSS JOIN LATERAL (SELECT m.scale * (0.2 + 0.6 * random()) + 0 * w AS a, m.scale * 0.05 * random() + 0 * w AS sd) v
+CROSS JOIN LATERAL (
+  WITH x AS (SELECT v.a + v.sd * (2 * random() - 1) AS x FROM generate_series(1, ${SHAPE.samplesPerRow}))
+  SELECT sum(x) AS sum, min(x) AS min, max(x) AS max, var_pop(x) * count(*) AS m2,
+    (SELECT jsonb_build_object('a', ${SKETCH_ACCURACY}, 'pos', jsonb_object_agg(k, c), 'neg', '{}'::jsonb, 'zero', 0, 'count', ${SHAPE.samplesPerRow})
+     FROM (SELECT ceil(ln(x) / ln(${(1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)}::float8))::int AS k, count(*) AS c FROM x GROUP BY 1) b) AS sketch
+  FROM x
+) st`;
 
 export const queryScenario: Scenario = {
   id: 'query',
