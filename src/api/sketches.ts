@@ -10,21 +10,23 @@ import { Binds, groupKey, groupedRows, type Plan, type Queryable } from './sql.j
  */
 export function sketchSql(p: Plan, meter: string): { buckets: { text: string; values: unknown[] }; summary: { text: string; values: unknown[] }; keys: string[] } {
   const b1 = new Binds();
-  const rows = groupedRows(p, meter, b1, ['sketch']);
+  const rows = groupedRows(p, meter, b1, ['sketch', 'sk_codes', 'sk_counts']);
   const keys = rows.keys.join(', ');
+  // A rollup's bucket codes (2k positive, 2k+1 negative: int4 >> is arithmetic) as the windows' keys.
   const buckets = `
 WITH r AS (${rows.sql})
-SELECT ${keys}, e.neg, e.key, sum(e.value::float8) AS v
+SELECT ${keys}, e.neg, e.key, sum(e.v) AS v
 FROM r CROSS JOIN LATERAL (
-  SELECT false AS neg, key, value FROM jsonb_each_text(r.sketch -> 'pos')
-  UNION ALL SELECT true, key, value FROM jsonb_each_text(r.sketch -> 'neg')
+  SELECT false AS neg, key, value::float8 AS v FROM jsonb_each_text(r.sketch -> 'pos')
+  UNION ALL SELECT true, key, value::float8 FROM jsonb_each_text(r.sketch -> 'neg')
+  UNION ALL SELECT (c & 1) = 1, (c >> 1)::text, n FROM unnest(r.sk_codes, r.sk_counts) u(c, n)
 ) e
 GROUP BY ${keys}, e.neg, e.key`;
   const b2 = new Binds();
-  const srows = groupedRows(p, meter, b2, ["sketch IS NULL AS none", "(sketch ->> 'a')::float8 AS a", "(sketch ->> 'zero')::float8 AS z"]);
+  const srows = groupedRows(p, meter, b2, ['sk_none AS none', 'sk_a_lo AS a_lo', 'sk_a_hi AS a_hi', 'sk_zero AS z']);
   const summary = `
 WITH r AS (${srows.sql})
-SELECT ${keys}, count(*) FILTER (WHERE none)::float8 AS sk_none, min(a) AS sk_a_lo, max(a) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z
+SELECT ${keys}, sum(none)::float8 AS sk_none, min(a_lo) AS sk_a_lo, max(a_hi) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z
 FROM r GROUP BY ${keys}`;
   return { buckets: { text: buckets, values: b1.values }, summary: { text: summary, values: b2.values }, keys: rows.keys };
 }

@@ -12,6 +12,7 @@ import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWr
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
+import { rollUp } from './roll.js';
 import { redactUrl } from '../../config/redact.js';
 
 export { groupbyKey, redactUrl };
@@ -121,8 +122,11 @@ export class PostgresSink implements Sink, PositionStore {
       await ensureStaging(client);
       await client.query('BEGIN');
       if (rows.length > 0) await this.#writeRows(client, rows, rejected);
+      const refusedNow = new Set(rejected.map((r) => r.index));
+      const rolled = rows.length > 0 ? await rollUp(client, rows.filter((r) => !refusedNow.has(r.index)), this.#logger) : [];
       if (commit !== undefined) await this.#savePosition(client, commit);
       await client.query('COMMIT');
+      for (const [ref, ms] of rolled) ref.rolledMs = ms;
     } catch (err) {
       broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
