@@ -124,7 +124,7 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
     const merge = mergeSql(p, params.meter, opts, exact);
     // Percentiles: the merge and the sketch queries read one snapshot, or a window written in between
     // would be in one and not the other.
-    return sk === undefined ? { merged: (await db.query<MergedRow>(merge.text, merge.values)).rows, sketches: undefined } : await queryWithSketches<MergedRow>(db, merge, sk);
+    return await queryWithSketches<MergedRow>(db, merge, sk);
   };
   let result: Awaited<ReturnType<typeof run>>;
   try {

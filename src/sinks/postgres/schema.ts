@@ -136,8 +136,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE streamstats_series ADD COLUMN rolled_until timestamptz NOT NULL DEFAULT '-infinity';
   -- One row per (series, hour, partition, topic, window period, unit): every column a filter or a
-  -- result group can tell apart. Sketches as sorted bucket codes (2k: positive bucket k, 2k+1:
-  -- negative bucket k, as bucketCode() in src/core/sketch.ts) with their summed counts.
+  -- result group can tell apart. The merged sketch is binary: 12 bytes a bucket, sorted by code, an
+  -- int4 code (2k: positive bucket k, 2k+1: negative bucket k, as bucketCode() in src/core/sketch.ts)
+  -- and a float8 count, both big-endian (int4send, float8send). The API merges them in Node, which is
+  -- several times cheaper than unnesting them into rows to sum in SQL.
   CREATE TABLE streamstats_rollups (
     series          uuid             NOT NULL,
     bucket_start    timestamptz      NOT NULL,  -- the hour, aligned to the epoch
@@ -159,8 +161,7 @@ export const MIGRATIONS: readonly string[] = [
     sk_a_lo         double precision,           -- min and max relative accuracy of the sketches
     sk_a_hi         double precision,
     sk_zero         double precision NOT NULL,
-    sk_codes        integer[],
-    sk_counts       double precision[]
+    sketch          bytea                       -- null when no window has a sketch
   );
   CREATE INDEX streamstats_rollups_series ON streamstats_rollups (series, bucket_start);
   -- Rolls the windows of each series up to the hour of its upto (exclusive), from its rolled_until,
@@ -196,15 +197,15 @@ export const MIGRATIONS: readonly string[] = [
         UNION ALL SELECT 2 * key::integer + 1, value::float8 FROM jsonb_each_text(k.sketch -> 'neg')) e
       GROUP BY 1, 2, 3, 4, 5, 6, 7),
     sk AS (
-      SELECT pr.series, pr.bucket, pr.partition, pr.topic, pr.period, pr.unit, array_agg(pr.code ORDER BY pr.code) AS codes,
-        array_agg(pr.v ORDER BY pr.code) AS counts
+      SELECT pr.series, pr.bucket, pr.partition, pr.topic, pr.period, pr.unit,
+        string_agg(int4send(pr.code) || float8send(pr.v), ''::bytea ORDER BY pr.code) AS packed
       FROM pr GROUP BY 1, 2, 3, 4, 5, 6),
     ins AS (
       INSERT INTO streamstats_rollups (series, bucket_start, first_start, last_end, duration_start, duration_end, windows, count,
-          sum, min, max, m2, partition, period, topic, unit, no_sketch, sk_a_lo, sk_a_hi, sk_zero, sk_codes, sk_counts)
+          sum, min, max, m2, partition, period, topic, unit, no_sketch, sk_a_lo, sk_a_hi, sk_zero, sketch)
       SELECT mo.series, mo.bucket, mo.first_start, mo.last_end, mo.duration_start, mo.duration_end, mo.windows, mo.count,
         mo.sum, mo.min, mo.max, mo.m2, mo.partition, mo.period, mo.topic, mo.unit, mo.no_sketch, mo.sk_a_lo, mo.sk_a_hi,
-        mo.sk_zero, sk.codes, sk.counts
+        mo.sk_zero, sk.packed
       FROM mo LEFT JOIN sk ON sk.series = mo.series AND sk.bucket = mo.bucket AND sk.partition = mo.partition
         AND sk.topic = mo.topic AND sk.period = mo.period AND sk.unit IS NOT DISTINCT FROM mo.unit),
     upd AS (
