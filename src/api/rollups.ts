@@ -18,10 +18,14 @@
 // Windows from the series' rolled_until on (its newest hour, and hours a late write has reopened) are
 // read as they are.
 import type { CheckedFilter } from './params.js';
-import type { Binds } from './sql.js';
 import { TABLES } from '../sinks/postgres/schema.js';
 
 export const ROLLUP_SECONDS = 3600;
+
+/** Binds of sql.ts (not imported: sql.ts imports this file). */
+interface Binds {
+  add(v: unknown, cast?: string): string;
+}
 
 /** The columns every source row has (those of the streamstats_statistics view the queries use, and the sketch parts). */
 const WINDOW_COLS = `s.name, s.groupby, w.topic, w.partition, w.period_start, w.period_start + make_interval(secs => w.period) AS period_end,
