@@ -287,3 +287,29 @@ t.test('a stored sketch the rollup cannot read: its series stays unrolled, the s
   const exp = expected([...rows.values()].filter((r) => r.groupby['resource_id'] !== 'r-c'), { groupby: ['resource_id'] });
   t.same(res.map((s) => s.aggregate!['percentile/50']), res.map((s) => exp.get(keyOf(s, { groupby: ['resource_id'] }))!.sketch.quantile(0.5)), 'the other series: percentiles from their rollups');
 });
+
+t.test('two sinks writing the same series from two partitions at once, one an hour behind: nothing is lost or counted twice', async (t) => {
+  const { url, pool } = await testSchema(t);
+  const [a, b] = [await openSink(t, url), await openSink(t, url)];
+  const rng = new Rng(18);
+  const rows = new Map<string, StatsRow>();
+  const write = async (sink: PostgresSink, partition: number, m: number): Promise<void> => {
+    const batchRows = RESOURCES.map((r) => ({ ...windowRow(rng, r, m), partition, topic: 'metrics' }));
+    for (const r of batchRows) rows.set(`${partition} ${r.groupby['resource_id']} ${r.period_start}`, r);
+    const res = await sink.write(batch(batchRows));
+    if (res.rejected.length > 0) throw new Error(`rejected: ${JSON.stringify(res.rejected)}`);
+  };
+  const lag = 70;
+  await Promise.all([
+    (async () => {
+      for (let m = 0; m < MINUTES; m++) await write(a, 0, m);
+    })(),
+    (async () => {
+      for (let m = -lag; m < MINUTES - lag; m++) if (m >= 0) await write(b, 1, m);
+        else await new Promise((r) => setImmediate(r));
+    })(),
+  ]);
+  const st = await state(pool);
+  t.ok(st.rollups > 0, `rolled up while both wrote (${st.rollups} rollups)`);
+  await checkQueries(t, pool, rows.values(), 'two writers');
+});

@@ -9,6 +9,9 @@ import type { SeriesRef } from './identity.js';
 import { isoMs } from './write.js';
 
 export const ROLLUP_MS = 3_600_000;
+/** Series offered per emission at least (see rollUp). */
+export const ROLL_MIN_SERIES = 1000;
+const ROLL_WORK_MEM = '64MB';
 
 const ROLL = 'SELECT id, rolled_ms FROM streamstats_roll($1::uuid[], $2::timestamptz[])';
 
@@ -28,8 +31,15 @@ export async function rollUp(client: pg.ClientBase, rows: ReadonlyArray<{ series
     if (hour > series.rolledMs && hour > (want.get(series) ?? -Infinity)) want.set(series, hour);
   }
   if (want.size === 0) return [];
-  // In id order: the function locks series rows in that order as well.
-  const offer = [...want].sort((a, b) => (a[0].id < b[0].id ? -1 : a[0].id > b[0].id ? 1 : 0));
+  // At most a quarter of the emission's rows (and at least ROLL_MIN_SERIES) at once, the longest
+  // unrolled first: when every series reaches a new hour together, the work spreads over the next
+  // few emissions instead of stalling one. In id order: the function locks series rows in that order.
+  const cap = Math.max(ROLL_MIN_SERIES, Math.ceil(rows.length / 4));
+  const picked = want.size <= cap ? [...want] : [...want].sort((a, b) => a[0].rolledMs - b[0].rolledMs).slice(0, cap);
+  const offer = picked.sort((a, b) => (a[0].id < b[0].id ? -1 : a[0].id > b[0].id ? 1 : 0));
+  // Sorts and hash tables of the roll in memory (a whole hour of 1,000 series' windows is ~70 MB
+  // unsorted at the default 4 MB); local to this transaction.
+  await client.query(`SET LOCAL work_mem = '${ROLL_WORK_MEM}'`);
   const out: Array<[SeriesRef, number]> = [];
   await rollPart(client, offer, out, logger);
   return out;

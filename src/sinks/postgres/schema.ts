@@ -173,10 +173,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX streamstats_rollups_series ON streamstats_rollups (series, bucket_start);
   -- Rolls the windows of each series up to the hour of its upto (exclusive), from its rolled_until,
-  -- and returns every series' rolled_until (ms since the epoch) afterwards. Series rows are locked in
-  -- id order (FOR UPDATE), so that two writers rolling the same series wait for each other.
+  -- and returns every series' rolled_until (ms since the epoch) afterwards.
+  -- Locking: the series rows are locked FOR UPDATE (in id order) by a first statement, and the
+  -- windows read by the second, whose snapshot is taken once the locks are held. A writer of windows
+  -- locks their series FOR KEY SHARE (the trigger below) before it checks rolled_until. So a window
+  -- written concurrently is either committed before the roll reads (and rolled up) or checked after
+  -- the roll committed (and reopens its hour): never rolled over without being in the rollup.
   CREATE FUNCTION streamstats_roll(ids uuid[], upto timestamptz[]) RETURNS TABLE (id uuid, rolled_ms double precision)
   LANGUAGE sql AS $fn$
+    SELECT count(*) FROM (SELECT 1 FROM streamstats_series s WHERE s.id = ANY(ids) ORDER BY s.id FOR UPDATE) l;
     WITH t AS (
       SELECT t.id, max(date_bin('1 hour', t.upto, timestamptz '1970-01-01 00:00:00+00')) AS hi
       FROM unnest(ids, upto) AS t(id, upto) GROUP BY t.id),
@@ -227,6 +232,8 @@ export const MIGRATIONS: readonly string[] = [
   -- per row, and in the steady state (windows written in order) it finds nothing to do.
   CREATE FUNCTION streamstats_windows_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
   BEGIN
+    -- FOR KEY SHARE waits only for a roll of the same series (FOR UPDATE), never for another writer.
+    PERFORM 1 FROM streamstats_series s WHERE s.id IN (SELECT c.series FROM changed c) ORDER BY s.id FOR KEY SHARE OF s;
     WITH late AS (
       SELECT c.series, date_bin('1 hour', min(c.period_start), timestamptz '1970-01-01 00:00:00+00') AS hour
       FROM changed c JOIN streamstats_series s ON s.id = c.series
