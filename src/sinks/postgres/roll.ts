@@ -1,6 +1,6 @@
 // Hourly rollups (schema version 3): when a row starts an hour later than its series' rolled_until
-// as this sink last saw it, the series is offered to streamstats_roll(), in the emission's own
-// transaction, which merges its complete hours (every window before the hour of the newest row) into
+// as this sink last saw it, the series is offered to streamstats_roll(), in a transaction of its own
+// right after the emission's (schema.ts says why), which merges its complete hours (every window before the hour of the newest row) into
 // streamstats_rollups. In the steady state that is once per series and hour: about one window read
 // again per window written, and one rollup row written per 60 windows of 60 s.
 import type pg from 'pg';
@@ -9,15 +9,16 @@ import type { SeriesRef } from './identity.js';
 import { isoMs } from './write.js';
 
 export const ROLLUP_MS = 3_600_000;
-/** Series offered per emission at least (see rollUp). */
-export const ROLL_MIN_SERIES = 1000;
+/** Series rolled up per emission at most (see rollUp). */
+export const ROLL_SERIES = 500;
 const ROLL_WORK_MEM = '64MB';
 
 const ROLL = 'SELECT id, rolled_ms FROM streamstats_roll($1::uuid[], $2::timestamptz[])';
 
 /**
- * Rolls up the series of `rows` that reached a new hour; returns the rolled_until (ms) of each
- * series offered, for the caller to note once the transaction commits. A data error on stored windows
+ * Rolls up the series of `rows` (just committed) that reached a new hour; returns the rolled_until
+ * (ms) of each series offered, for the caller to note. A failure throws: the caller logs it, the rows
+ * are stored all the same. A data error on stored windows
  * (a sketch a script stored with a key that is not a bucket number, a float8 sum that overflows) must
  * not fail the emission: the offer is rolled back to its savepoint and bisected, the series it comes
  * from are not offered again, and their windows stay readable as they are (the API reads a series'
@@ -31,17 +32,22 @@ export async function rollUp(client: pg.ClientBase, rows: ReadonlyArray<{ series
     if (hour > series.rolledMs && hour > (want.get(series) ?? -Infinity)) want.set(series, hour);
   }
   if (want.size === 0) return [];
-  // At most a quarter of the emission's rows (and at least ROLL_MIN_SERIES) at once, the longest
-  // unrolled first: when every series reaches a new hour together, the work spreads over the next
-  // few emissions instead of stalling one. In id order: the function locks series rows in that order.
-  const cap = Math.max(ROLL_MIN_SERIES, Math.ceil(rows.length / 4));
-  const picked = want.size <= cap ? [...want] : [...want].sort((a, b) => a[0].rolledMs - b[0].rolledMs).slice(0, cap);
+  // At most ROLL_SERIES at once, the longest unrolled first: when every series reaches a new hour
+  // together, the work (and the time writers wait for the rollup lock) spreads over the next few
+  // emissions instead of stalling one. In id order, as the function reads them.
+  const picked = want.size <= ROLL_SERIES ? [...want] : [...want].sort((a, b) => a[0].rolledMs - b[0].rolledMs).slice(0, ROLL_SERIES);
   const offer = picked.sort((a, b) => (a[0].id < b[0].id ? -1 : a[0].id > b[0].id ? 1 : 0));
-  // Sorts and hash tables of the roll in memory (a whole hour of 1,000 series' windows is ~70 MB
-  // unsorted at the default 4 MB); local to this transaction.
-  await client.query(`SET LOCAL work_mem = '${ROLL_WORK_MEM}'`);
   const out: Array<[SeriesRef, number]> = [];
-  await rollPart(client, offer, out, logger);
+  await client.query('BEGIN');
+  try {
+    // Sorts and hash tables of the roll in memory (an hour of 500 series' windows sorts in ~30 MB).
+    await client.query(`SET LOCAL work_mem = '${ROLL_WORK_MEM}'`);
+    await rollPart(client, offer, out, logger);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
   return out;
 }
 

@@ -13,6 +13,9 @@ export const ROLL_ALL = `SELECT count(*) FROM streamstats_roll(
     ARRAY(SELECT w.series FROM streamstats_windows w GROUP BY w.series ORDER BY w.series),
     ARRAY(SELECT max(w.period_start) FROM streamstats_windows w GROUP BY w.series ORDER BY w.series))`;
 
+/** The rollup lock of the schema in use: "STST" in the high half, the rollups table's oid in the low. */
+const ROLLUP_LOCK = `(${SCHEMA_LOCK_ID}::bigint << 32) | 'streamstats_rollups'::regclass::oid::bigint`;
+
 export const MIGRATIONS: readonly string[] = [
   // 1: statistics and positions
   `
@@ -174,14 +177,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX streamstats_rollups_series ON streamstats_rollups (series, bucket_start);
   -- Rolls the windows of each series up to the hour of its upto (exclusive), from its rolled_until,
   -- and returns every series' rolled_until (ms since the epoch) afterwards.
-  -- Locking: the series rows are locked FOR UPDATE (in id order) by a first statement, and the
-  -- windows read by the second, whose snapshot is taken once the locks are held. A writer of windows
-  -- locks their series FOR KEY SHARE (the trigger below) before it checks rolled_until. So a window
-  -- written concurrently is either committed before the roll reads (and rolled up) or checked after
-  -- the roll committed (and reopens its hour): never rolled over without being in the rollup.
+  -- Locking: a roll takes the schema's rollup lock (an advisory lock keyed by the rollups table's
+  -- oid, ROLLUP_LOCK below) exclusively in a first statement and reads the windows in a second, whose
+  -- snapshot is taken once the lock is held; a writer of windows takes it shared (the trigger below)
+  -- before it checks rolled_until, and both hold it to commit. So a window written during a roll is
+  -- either committed before the roll reads (and rolled up) or checked after the roll committed (and
+  -- reopens its hour): never rolled over without being in the rollup. The sink rolls in a transaction
+  -- of its own, after the emission's, so it never holds the lock shared while it waits for it.
   CREATE FUNCTION streamstats_roll(ids uuid[], upto timestamptz[]) RETURNS TABLE (id uuid, rolled_ms double precision)
   LANGUAGE sql AS $fn$
-    SELECT count(*) FROM (SELECT 1 FROM streamstats_series s WHERE s.id = ANY(ids) ORDER BY s.id FOR UPDATE) l;
+    SELECT pg_advisory_xact_lock(${ROLLUP_LOCK});
     WITH t AS (
       SELECT t.id, max(date_bin('1 hour', t.upto, timestamptz '1970-01-01 00:00:00+00')) AS hi
       FROM unnest(ids, upto) AS t(id, upto) GROUP BY t.id),
@@ -232,8 +237,8 @@ export const MIGRATIONS: readonly string[] = [
   -- per row, and in the steady state (windows written in order) it finds nothing to do.
   CREATE FUNCTION streamstats_windows_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
   BEGIN
-    -- FOR KEY SHARE waits only for a roll of the same series (FOR UPDATE), never for another writer.
-    PERFORM 1 FROM streamstats_series s WHERE s.id IN (SELECT c.series FROM changed c) ORDER BY s.id FOR KEY SHARE OF s;
+    -- Shared: waits only for a roll in progress, never for another writer.
+    PERFORM pg_advisory_xact_lock_shared(${ROLLUP_LOCK});
     WITH late AS (
       SELECT c.series, date_bin('1 hour', min(c.period_start), timestamptz '1970-01-01 00:00:00+00') AS hour
       FROM changed c JOIN streamstats_series s ON s.id = c.series
@@ -255,6 +260,7 @@ export const MIGRATIONS: readonly string[] = [
     REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION streamstats_windows_changed();
   CREATE FUNCTION streamstats_windows_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
   BEGIN
+    PERFORM pg_advisory_xact_lock_shared(${ROLLUP_LOCK});
     TRUNCATE streamstats_rollups;
     UPDATE streamstats_series SET rolled_until = '-infinity' WHERE rolled_until <> '-infinity';
     RETURN NULL;

@@ -122,15 +122,23 @@ export class PostgresSink implements Sink, PositionStore {
       await ensureStaging(client);
       await client.query('BEGIN');
       if (rows.length > 0) await this.#writeRows(client, rows, rejected);
-      const refusedNow = new Set(rejected.map((r) => r.index));
-      const rolled = rows.length > 0 ? await rollUp(client, rows.filter((r) => !refusedNow.has(r.index)), this.#logger) : [];
       if (commit !== undefined) await this.#savePosition(client, commit);
       await client.query('COMMIT');
-      for (const [ref, ms] of rolled) ref.rolledMs = ms;
     } catch (err) {
       broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
+      client.off('error', onError);
+      client.release(broken);
       throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
+    }
+    // The rows are stored: rolling up is a cache of them, and its failure (logged) fails nothing.
+    try {
+      const refusedNow = new Set(rejected.map((r) => r.index));
+      const stored = rows.filter((r) => !refusedNow.has(r.index));
+      for (const [ref, ms] of stored.length > 0 ? await rollUp(client, stored, this.#logger) : []) ref.rolledMs = ms;
+    } catch (err) {
+      broken ??= err as Error;
+      this.#logger?.warn({ err: pgDetail(err) }, 'postgres: rolling up stored windows failed; they stay readable as they are');
     } finally {
       client.off('error', onError);
       // A client whose write failed is discarded, not pooled: its session state is not known.
