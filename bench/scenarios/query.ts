@@ -65,14 +65,15 @@ CROSS JOIN ${RESOURCES_SQL}`;
  * use. Each row is made from 6 samples drawn around a per-row mean within the meter's scale (spread up
  * to 5 % of it), at 1 s to 51 s into the window: count, sum, min, max and m2 are theirs, and so is the
  * sketch, in the sink's own format (Sketch.toJSON() of src/core/sketch.ts at PERCENTILES' default
- * relative accuracy, 0.01: bucket index ceil(ln v / ln gamma) -> count). The view derives avg, stddev,
+ * relative accuracy, 0.01: bucket index ceil(ln v / ln gamma) -> count), and its binary form
+ * (sketch_bin, sketchBin() in src/sinks/postgres/write.ts). The view derives avg, stddev,
  * period_end, duration.
  */
 export const FILL_WINDOWS = `
 INSERT INTO streamstats_windows (series, period_start, duration_start, duration_end, count, sum, min, max, m2,
-  partition, period, topic, unit, sketch)
+  partition, period, topic, unit, sketch, sketch_bin)
 SELECT ${SERIES_ID}, ps, ps + interval '1 s', ps + interval '51 s',
-  ${SHAPE.samplesPerRow}, st.sum, st.min, st.max, st.m2, -1, ${SHAPE.windowSeconds}, '', m.unit, st.sketch
+  ${SHAPE.samplesPerRow}, st.sum, st.min, st.max, st.m2, -1, ${SHAPE.windowSeconds}, '', m.unit, st.sketch, st.sketch_bin
 FROM generate_series(0, ${SHAPE.windows - 1}) w
 CROSS JOIN LATERAL (SELECT timestamptz '2024-01-01 00:00:00+00' + w * interval '${SHAPE.windowSeconds} s' AS ps) t
 CROSS JOIN ${METERS_SQL}
@@ -82,7 +83,9 @@ CROSS JOIN LATERAL (
   WITH x AS (SELECT v.a + v.sd * (2 * random() - 1) AS x FROM generate_series(1, ${SHAPE.samplesPerRow}))
   SELECT sum(x) AS sum, min(x) AS min, max(x) AS max, var_pop(x) * count(*) AS m2,
     (SELECT jsonb_build_object('a', ${SKETCH_ACCURACY}, 'pos', jsonb_object_agg(k, c), 'neg', '{}'::jsonb, 'zero', 0, 'count', ${SHAPE.samplesPerRow})
-     FROM (SELECT ceil(ln(x) / ln(${(1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)}::float8))::int AS k, count(*) AS c FROM x GROUP BY 1) b) AS sketch
+     FROM (SELECT ceil(ln(x) / ln(${(1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)}::float8))::int AS k, count(*) AS c FROM x GROUP BY 1) b) AS sketch,
+    (SELECT string_agg(int4send(2 * k) || float8send(c), ''::bytea)
+     FROM (SELECT ceil(ln(x) / ln(${(1 + SKETCH_ACCURACY) / (1 - SKETCH_ACCURACY)}::float8))::int AS k, count(*)::float8 AS c FROM x GROUP BY 1) b) AS sketch_bin
   FROM x
 ) st`;
 

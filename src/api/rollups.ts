@@ -27,11 +27,14 @@ interface Binds {
   add(v: unknown, cast?: string): string;
 }
 
-/** The columns every source row has (those of the streamstats_statistics view the queries use, and the sketch parts). */
+/**
+ * The columns every source row has (those of the streamstats_statistics view the queries use, and the
+ * sketch parts: sketch, the JSON whose buckets SQL sums, only where there is no binary sk_packed).
+ */
 const WINDOW_COLS = `s.name, s.groupby, w.topic, w.partition, w.period_start, w.period_start + make_interval(secs => w.period) AS period_end,
   w.period::double precision AS period, w.unit, w.count, w.sum, w.min, w.max, w.sum / w.count AS avg, w.m2, w.duration_start, w.duration_end,
   (w.sketch IS NULL)::integer AS sk_none, (w.sketch ->> 'a')::float8 AS sk_a_lo, (w.sketch ->> 'a')::float8 AS sk_a_hi,
-  (w.sketch ->> 'zero')::float8 AS sk_zero, w.sketch, NULL::bytea AS sk_packed`;
+  (w.sketch ->> 'zero')::float8 AS sk_zero, CASE WHEN w.sketch_bin IS NULL THEN w.sketch END AS sketch, w.sketch_bin AS sk_packed`;
 
 const ROLLUP_COLS = `s.name, s.groupby, r.topic, r.partition, r.first_start AS period_start, r.last_end AS period_end,
   r.period::double precision AS period, r.unit, r.count, r.sum, r.min, r.max, r.sum / r.count AS avg, r.m2, r.duration_start, r.duration_end,

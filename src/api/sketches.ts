@@ -12,7 +12,8 @@ export function sketchSql(p: Plan, meter: string): { buckets: { text: string; va
   const b1 = new Binds();
   const rows = groupedRows(p, meter, b1, ['sketch', 'sk_packed']);
   const keys = rows.keys.join(', ');
-  // Windows' buckets summed in SQL; rollups' binary sketches concatenated per group, merged in Node.
+  // Binary sketches (rollups', and windows' sketch_bin) concatenated per group and added up in Node;
+  // the buckets of windows stored with JSON only (before schema version 3) summed in SQL.
   const buckets = `
 WITH r AS (${rows.sql})
 SELECT ${keys}, e.neg, e.key, sum(e.value::float8) AS v, NULL::bytea AS packed
@@ -102,7 +103,7 @@ export function sketchesByGroup(res: { buckets: Record<string, unknown>[]; summa
   return out;
 }
 
-/** Adds rollup sketches (12 bytes a bucket: int4 code, float8 count, big-endian; schema.ts) to a group's buckets. */
+/** Adds binary sketches (12 bytes a bucket: int4 code, float8 count, big-endian; schema.ts) to a group's buckets. */
 export function addPacked(m: { pos: Record<string, number>; neg: Record<string, number> }, packed: Buffer): void {
   if (packed.length % 12 !== 0) throw new Error(`a rollup sketch of ${packed.length} bytes is not 12-byte buckets`);
   for (let at = 0; at < packed.length; at += 12) {

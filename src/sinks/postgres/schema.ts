@@ -146,11 +146,31 @@ export const MIGRATIONS: readonly string[] = [
   // only while it is the exact merge of the windows it covers. Existing windows are rolled up here.
   `
   ALTER TABLE streamstats_series ADD COLUMN rolled_until timestamptz NOT NULL DEFAULT '-infinity';
+  -- The window's sketch buckets in binary beside its JSON (sketchBin() in write.ts: 12 bytes a bucket,
+  -- an int4 code 2k / 2k+1 for positive / negative bucket k and a float8 count, big-endian), so that
+  -- rolling up and the API concatenate bytes instead of expanding JSON; null for rows written before.
+  ALTER TABLE streamstats_windows ADD COLUMN sketch_bin bytea;
+  -- A sketch changed by an UPDATE that does not also set sketch_bin (a script, the view's insert
+  -- trigger) makes sketch_bin stale: it is dropped, and the JSON read in its place.
+  CREATE FUNCTION streamstats_windows_sketch_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    NEW.sketch_bin := NULL;
+    RETURN NEW;
+  END
+  $fn$;
+  CREATE TRIGGER streamstats_windows_sketch_changed BEFORE UPDATE ON streamstats_windows FOR EACH ROW
+    WHEN (NEW.sketch IS DISTINCT FROM OLD.sketch AND NEW.sketch_bin IS NOT DISTINCT FROM OLD.sketch_bin)
+    EXECUTE FUNCTION streamstats_windows_sketch_changed();
+  -- The same from a sketch's JSON, for windows stored without sketch_bin.
+  CREATE FUNCTION streamstats_sketch_pack(s jsonb) RETURNS bytea LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT string_agg(int4send(e.code) || float8send(e.v), ''::bytea) FROM (
+      SELECT 2 * key::integer AS code, value::float8 AS v FROM jsonb_each_text(s -> 'pos')
+      UNION ALL SELECT 2 * key::integer + 1, value::float8 FROM jsonb_each_text(s -> 'neg')) e
+  $fn$;
   -- One row per (series, hour, partition, topic, window period, unit): every column a filter or a
-  -- result group can tell apart. The merged sketch is binary: 12 bytes a bucket, sorted by code, an
-  -- int4 code (2k: positive bucket k, 2k+1: negative bucket k, as bucketCode() in src/core/sketch.ts)
-  -- and a float8 count, both big-endian (int4send, float8send). The API merges them in Node, which is
-  -- several times cheaper than unnesting them into rows to sum in SQL.
+  -- result group can tell apart. Its sketch is its windows' sketch_bin concatenated (a code may come
+  -- more than once; the counts of a code add up): concatenating is cheap where merging in SQL means
+  -- a row per bucket, and the API adds the buckets up in Node.
   CREATE TABLE streamstats_rollups (
     series          uuid             NOT NULL,
     bucket_start    timestamptz      NOT NULL,  -- the hour, aligned to the epoch
@@ -172,7 +192,7 @@ export const MIGRATIONS: readonly string[] = [
     sk_a_lo         double precision,           -- min and max relative accuracy of the sketches
     sk_a_hi         double precision,
     sk_zero         double precision NOT NULL,
-    sketch          bytea                       -- null when no window has a sketch
+    sketch          bytea                       -- null when no window has a sketch (see above)
   );
   CREATE INDEX streamstats_rollups_series ON streamstats_rollups (series, bucket_start);
   -- Rolls the windows of each series up to the hour of its upto (exclusive), from its rolled_until,
@@ -206,26 +226,16 @@ export const MIGRATIONS: readonly string[] = [
         min(m.period_start) AS first_start, max(m.period_start + make_interval(secs => m.period)) AS last_end,
         min(m.duration_start) AS duration_start, max(m.duration_end) AS duration_end,
         count(*) FILTER (WHERE m.sketch IS NULL)::integer AS no_sketch, min((m.sketch ->> 'a')::float8) AS sk_a_lo,
-        max((m.sketch ->> 'a')::float8) AS sk_a_hi, coalesce(sum((m.sketch ->> 'zero')::float8), 0) AS sk_zero
+        max((m.sketch ->> 'a')::float8) AS sk_a_hi, coalesce(sum((m.sketch ->> 'zero')::float8), 0) AS sk_zero,
+        string_agg(coalesce(m.sketch_bin, streamstats_sketch_pack(m.sketch)), ''::bytea) AS packed
       FROM m GROUP BY 1, 2, 3, 4, 5, 6),
-    pr AS (
-      SELECT k.series, k.bucket, k.partition, k.topic, k.period, k.unit, e.code, sum(e.v) AS v
-      FROM k CROSS JOIN LATERAL (
-        SELECT 2 * key::integer AS code, value::float8 AS v FROM jsonb_each_text(k.sketch -> 'pos')
-        UNION ALL SELECT 2 * key::integer + 1, value::float8 FROM jsonb_each_text(k.sketch -> 'neg')) e
-      GROUP BY 1, 2, 3, 4, 5, 6, 7),
-    sk AS (
-      SELECT pr.series, pr.bucket, pr.partition, pr.topic, pr.period, pr.unit,
-        string_agg(int4send(pr.code) || float8send(pr.v), ''::bytea ORDER BY pr.code) AS packed
-      FROM pr GROUP BY 1, 2, 3, 4, 5, 6),
     ins AS (
       INSERT INTO streamstats_rollups (series, bucket_start, first_start, last_end, duration_start, duration_end, windows, count,
           sum, min, max, m2, partition, period, topic, unit, no_sketch, sk_a_lo, sk_a_hi, sk_zero, sketch)
       SELECT mo.series, mo.bucket, mo.first_start, mo.last_end, mo.duration_start, mo.duration_end, mo.windows, mo.count,
         mo.sum, mo.min, mo.max, mo.m2, mo.partition, mo.period, mo.topic, mo.unit, mo.no_sketch, mo.sk_a_lo, mo.sk_a_hi,
-        mo.sk_zero, sk.packed
-      FROM mo LEFT JOIN sk ON sk.series = mo.series AND sk.bucket = mo.bucket AND sk.partition = mo.partition
-        AND sk.topic = mo.topic AND sk.period = mo.period AND sk.unit IS NOT DISTINCT FROM mo.unit),
+        mo.sk_zero, mo.packed
+      FROM mo),
     upd AS (
       UPDATE streamstats_series s SET rolled_until = c.hi FROM c WHERE s.id = c.id RETURNING s.id, s.rolled_until)
     SELECT t.id, date_part('epoch', coalesce(upd.rolled_until, s.rolled_until)) * 1000
