@@ -17,7 +17,7 @@ import {
   type StatisticsParams,
 } from './params.js';
 
-/** A pool, not a client: the sketch query takes a connection of its own for transaction-local settings. */
+/** A pool, not a client: a statistics query takes a connection of its own for one read-only transaction with local settings. */
 export type Queryable = pg.Pool;
 
 export interface QueryOptions {

@@ -313,3 +313,31 @@ t.test('two sinks writing the same series from two partitions at once, one an ho
   t.ok(st.rollups > 0, `rolled up while both wrote (${st.rollups} rollups)`);
   await checkQueries(t, pool, rows.values(), 'two writers');
 });
+
+t.test('hourly windows are not rolled up (a rollup would hold one window): answers from the windows', async (t) => {
+  const { url, pool } = await testSchema(t);
+  const sink = await openSink(t, url);
+  const rng = new Rng(19);
+  const rows: StatsRow[] = [];
+  for (let h = 0; h < 6; h++) {
+    const hourly = RESOURCES.map((r) => {
+      const w = windowRow(rng, r, h * 60);
+      return { ...w, period: 3600, period_end: new Date(Date.parse(w.period_start) + 3_600_000).toISOString() };
+    });
+    rows.push(...hourly);
+    t.same((await sink.write(batch(hourly))).rejected, [], `hour ${h} written`);
+  }
+  const st = await state(pool);
+  t.equal(st.rollups, 0, 'no rollups');
+  t.same(new Set(Object.values(st.rolled)), new Set(['-infinity']), 'nothing rolled');
+  for (const q of [{}, { period: 7200 }, { groupby: ['resource_id'] }]) {
+    const res = await queryStatistics(pool, withPercentiles(q));
+    const exp = expected(rows, q);
+    t.equal(res.length, exp.size, `${JSON.stringify(q)}: results`);
+    for (const s of res) {
+      const e = exp.get(keyOf(s, q))!;
+      t.same(PCTS.map((p) => s.aggregate![`percentile/${p}`]), PCTS.map((p) => e.sketch.quantile(Number(p) / 100)), `${JSON.stringify(q)} ${keyOf(s, q)}: percentiles`);
+      t.equal(s.count, e.count, 'count');
+    }
+  }
+});

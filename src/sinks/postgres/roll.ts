@@ -24,10 +24,11 @@ const ROLL = 'SELECT id, rolled_ms FROM streamstats_roll($1::uuid[], $2::timesta
  * from are not offered again, and their windows stay readable as they are (the API reads a series'
  * windows from its rolled_until on). Anything else (a deadlock, the connection) fails the write.
  */
-export async function rollUp(client: pg.ClientBase, rows: ReadonlyArray<{ series: SeriesRef; row: { period_start: string } }>, logger?: Logger): Promise<Array<[SeriesRef, number]>> {
+export async function rollUp(client: pg.ClientBase, rows: ReadonlyArray<{ series: SeriesRef; row: { period_start: string; period: number } }>, logger?: Logger): Promise<Array<[SeriesRef, number]>> {
   const want = new Map<SeriesRef, number>();
   for (const { series, row } of rows) {
-    if (series.rollFailed) continue;
+    // Windows of an hour or more would make rollups of one window each: such series stay unrolled.
+    if (series.rollFailed || !(row.period < ROLLUP_MS / 1000)) continue;
     const hour = Math.floor(isoMs(row.period_start) / ROLLUP_MS) * ROLLUP_MS;
     if (hour > series.rolledMs && hour > (want.get(series) ?? -Infinity)) want.set(series, hour);
   }

@@ -6,12 +6,13 @@
 export const SCHEMA_LOCK_ID = 0x5354_5354; // "STST"
 
 /**
- * Every series rolled up to the hour of its newest window: what the sink leaves behind having written
+ * Every series rolled up to the hour of its newest window shorter than an hour (longer windows would
+ * make rollups of one window each; the sink does not roll them either): what the sink leaves behind having written
  * the windows in order (migration 3 runs it on the windows stored before; the query bench on its fill).
  */
 export const ROLL_ALL = `SELECT count(*) FROM streamstats_roll(
-    ARRAY(SELECT w.series FROM streamstats_windows w GROUP BY w.series ORDER BY w.series),
-    ARRAY(SELECT max(w.period_start) FROM streamstats_windows w GROUP BY w.series ORDER BY w.series))`;
+    ARRAY(SELECT w.series FROM streamstats_windows w WHERE w.period < 3600 GROUP BY w.series ORDER BY w.series),
+    ARRAY(SELECT max(w.period_start) FROM streamstats_windows w WHERE w.period < 3600 GROUP BY w.series ORDER BY w.series))`;
 
 /** The rollup lock of the schema in use: "STST" in the high half, the rollups table's oid in the low. */
 const ROLLUP_LOCK = `(${SCHEMA_LOCK_ID}::bigint << 32) | 'streamstats_rollups'::regclass::oid::bigint`;
