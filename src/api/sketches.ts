@@ -10,21 +10,26 @@ import { Binds, groupKey, groupedRows, type Plan, type Queryable } from './sql.j
  */
 export function sketchSql(p: Plan, meter: string): { buckets: { text: string; values: unknown[] }; summary: { text: string; values: unknown[] }; keys: string[] } {
   const b1 = new Binds();
-  const rows = groupedRows(p, meter, b1, ['sketch']);
+  const rows = groupedRows(p, meter, b1, ['sketch', 'sk_packed']);
   const keys = rows.keys.join(', ');
+  // Binary sketches (rollups', and windows' sketch_bin) concatenated per group and added up in Node;
+  // the buckets of windows stored with JSON only (before schema version 3) summed in SQL.
   const buckets = `
 WITH r AS (${rows.sql})
-SELECT ${keys}, e.neg, e.key, sum(e.value::float8) AS v
+SELECT ${keys}, e.neg, e.key, sum(e.value::float8) AS v, NULL::bytea AS packed
 FROM r CROSS JOIN LATERAL (
   SELECT false AS neg, key, value FROM jsonb_each_text(r.sketch -> 'pos')
   UNION ALL SELECT true, key, value FROM jsonb_each_text(r.sketch -> 'neg')
 ) e
-GROUP BY ${keys}, e.neg, e.key`;
+WHERE r.sketch IS NOT NULL
+GROUP BY ${keys}, e.neg, e.key
+UNION ALL
+SELECT ${keys}, NULL, NULL, NULL, string_agg(r.sk_packed, ''::bytea) FROM r WHERE r.sk_packed IS NOT NULL GROUP BY ${keys}`;
   const b2 = new Binds();
-  const srows = groupedRows(p, meter, b2, ["sketch IS NULL AS none", "(sketch ->> 'a')::float8 AS a", "(sketch ->> 'zero')::float8 AS z"]);
+  const srows = groupedRows(p, meter, b2, ['sk_none AS none', 'sk_a_lo AS a_lo', 'sk_a_hi AS a_hi', 'sk_zero AS z']);
   const summary = `
 WITH r AS (${srows.sql})
-SELECT ${keys}, count(*) FILTER (WHERE none)::float8 AS sk_none, min(a) AS sk_a_lo, max(a) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z
+SELECT ${keys}, sum(none)::float8 AS sk_none, min(a_lo) AS sk_a_lo, max(a_hi) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z
 FROM r GROUP BY ${keys}`;
   return { buckets: { text: buckets, values: b1.values }, summary: { text: summary, values: b2.values }, keys: rows.keys };
 }
@@ -38,23 +43,30 @@ interface SketchSummary {
 }
 
 /**
- * One read-only transaction (one snapshot) with local settings for the sketch query: the planner
- * cannot estimate how many rows jsonb_each_text yields (it assumes 100 a call, and 200 values an
- * expression), so it would sort millions of (group, bucket) rows where a hash table of a few thousand
- * groups does, 2-3x faster; and JIT compilation costs more than it saves there.
+ * One read-only transaction (one snapshot) for a statistics query, with JIT compilation off: the
+ * queries read a few thousand rows through indexes, and compiling them cost up to 200 ms where they
+ * run in 50-250 (the planner's costs put them over jit_above_cost). With percentiles, the sketch
+ * queries read the same snapshot as the merge, and a hash table rather than a sort groups the
+ * buckets: the planner cannot estimate how many rows jsonb_each_text yields (it assumes 100 a call,
+ * and 200 values an expression), so it would sort millions of (group, bucket) rows where a hash table
+ * of a few thousand groups does, 2-3x faster.
  */
 export async function queryWithSketches<M extends Record<string, unknown>>(
   db: Queryable,
   merge: { text: string; values: unknown[] },
-  sk: ReturnType<typeof sketchSql>,
-): Promise<{ merged: M[]; sketches: { buckets: Record<string, unknown>[]; summary: Record<string, unknown>[] } }> {
+  sk: ReturnType<typeof sketchSql> | undefined,
+): Promise<{ merged: M[]; sketches: { buckets: Record<string, unknown>[]; summary: Record<string, unknown>[] } | undefined }> {
   const client = await db.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query('SET LOCAL jit = off');
     const merged = (await client.query<M>(merge.text, merge.values)).rows;
+    if (sk === undefined) {
+      await client.query('COMMIT');
+      return { merged, sketches: undefined };
+    }
     const summary = (await client.query<Record<string, unknown>>(sk.summary.text, sk.summary.values)).rows;
     await client.query('SET LOCAL enable_sort = off');
-    await client.query('SET LOCAL jit = off');
     const buckets = (await client.query<Record<string, unknown>>(sk.buckets.text, sk.buckets.values)).rows;
     await client.query('COMMIT');
     return { merged, sketches: { buckets, summary } };
@@ -78,9 +90,28 @@ export function sketchesByGroup(res: { buckets: Record<string, unknown>[]; summa
   }
   for (const r of res.buckets) {
     const m = out.get(groupKey(r, keys));
-    if (m !== undefined) (r['neg'] === true ? m.neg : m.pos)[r['key'] as string] = r['v'] as number;
+    if (m === undefined) continue;
+    const packed = r['packed'] as Buffer | null;
+    if (packed === null) {
+      const side = r['neg'] === true ? m.neg : m.pos;
+      const k = r['key'] as string;
+      side[k] = (side[k] ?? 0) + (r['v'] as number);
+      continue;
+    }
+    addPacked(m, packed);
   }
   return out;
+}
+
+/** Adds binary sketches (12 bytes a bucket: int4 code, float8 count, big-endian; schema.ts) to a group's buckets. */
+export function addPacked(m: { pos: Record<string, number>; neg: Record<string, number> }, packed: Buffer): void {
+  if (packed.length % 12 !== 0) throw new Error(`a rollup sketch of ${packed.length} bytes is not 12-byte buckets`);
+  for (let at = 0; at < packed.length; at += 12) {
+    const code = packed.readInt32BE(at);
+    const side = (code & 1) === 1 ? m.neg : m.pos;
+    const k = String(code >> 1);
+    side[k] = (side[k] ?? 0) + packed.readDoubleBE(at + 4);
+  }
 }
 
 export /** where: the result group, for the messages ("2020-02-11T12:00:00 {"project_id":"p1"}"). */

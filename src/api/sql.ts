@@ -3,6 +3,7 @@
 import type pg from 'pg';
 import { TABLES } from '../sinks/postgres/schema.js';
 import type { Scope } from './tokens.js';
+import { rowSource } from './rollups.js';
 import {
   ApiError,
   LIMITS,
@@ -16,7 +17,7 @@ import {
   type StatisticsParams,
 } from './params.js';
 
-/** A pool, not a client: the sketch query takes a connection of its own for transaction-local settings. */
+/** A pool, not a client: a statistics query takes a connection of its own for one read-only transaction with local settings. */
 export type Queryable = pg.Pool;
 
 export interface QueryOptions {
@@ -125,7 +126,7 @@ export function plan(params: StatisticsParams, scope?: Scope): Plan {
 }
 
 /**
- * The matching rows of one meter with their result-group columns (b = period bucket, u = unit,
+ * The matching rows of one meter (windows, or hourly rollups standing for them: rollups.ts) with their result-group columns (b = period bucket, u = unit,
  * g0.. = groupby values) and any extra columns: the common part of the merge and sketch queries.
  */
 export function groupedRows(p: Plan, meter: string, b: Binds, extra: readonly string[]): { sql: string; keys: string[] } {
@@ -143,7 +144,7 @@ export function groupedRows(p: Plan, meter: string, b: Binds, extra: readonly st
     keys.push(`g${i}`);
   });
   const where = whereSql(p.filters, b, meter);
-  return { sql: `SELECT ${[...cols, ...extra].join(', ')} FROM ${TABLES.statistics} ${where}`, keys };
+  return { sql: `SELECT ${[...cols, ...extra].join(', ')} FROM ${rowSource(p.period, p.filters, where, b)}`, keys };
 }
 
 export function groupKey(row: Record<string, unknown>, keys: readonly string[]): string {

@@ -9,13 +9,15 @@
 //         group_mean coming from a window function over the same group, so the rows are read once
 //         and the sum of squares is never formed around zero (no catastrophic cancellation);
 //   cardinality/X = count(DISTINCT groupby ->> X);
-//   percentile/P: the sketches' bucket counts are summed per group in SQL (jsonb_each_text), and
-//         only the merged buckets are read back into a Sketch; the merge query adds, per group, the
-//         partials without a sketch, the relative accuracies and the zero counts.
-// streamstats_statistics is a view (schema version 2): the series of the meter are found through the
-// hash index on streamstats_series.name (name = $1), then their windows through the primary key of
-// streamstats_windows, (series, period_start, ...): every timestamp bound is turned into a bound on
-// period_start.
+//   percentile/P: the windows' bucket counts are summed per group in SQL (jsonb_each_text), the
+//         rollups' binary sketches are concatenated per group and added in Node, and the merged
+//         buckets are read into a Sketch; a summary query adds, per group, the partials without a
+//         sketch, the relative accuracies and the zero counts.
+// The rows merged are those of rollups.ts: for whole hours of a series, one hourly rollup (schema
+// version 3) standing for its windows, and the windows themselves for the rest. The series of the
+// meter are found through the hash index on streamstats_series.name (name = $1), then their rollups
+// and windows through the rollups' index and the primary key of streamstats_windows, (series,
+// period_start, ...): every timestamp bound is turned into a bound on period_start or the hour.
 import { ApiError, shown, type StatisticsParams } from './params.js';
 import { percentile, queryWithSketches, sketchSql, sketchesByGroup } from './sketches.js';
 import { Binds, DEFAULT_MAX_RESULTS, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
@@ -124,7 +126,7 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
     const merge = mergeSql(p, params.meter, opts, exact);
     // Percentiles: the merge and the sketch queries read one snapshot, or a window written in between
     // would be in one and not the other.
-    return sk === undefined ? { merged: (await db.query<MergedRow>(merge.text, merge.values)).rows, sketches: undefined } : await queryWithSketches<MergedRow>(db, merge, sk);
+    return await queryWithSketches<MergedRow>(db, merge, sk);
   };
   let result: Awaited<ReturnType<typeof run>>;
   try {

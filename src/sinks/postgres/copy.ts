@@ -178,6 +178,20 @@ export class BinaryCopyWriter {
     this.#at += 4 + extra + n;
   }
 
+  /** A bytea field (null: SQL NULL). */
+  bytes(b: Buffer | null): void {
+    if (b === null) {
+      this.#room(4);
+      this.#buf.writeInt32BE(-1, this.#at);
+      this.#at += 4;
+      return;
+    }
+    this.#room(4 + b.length);
+    this.#buf.writeInt32BE(b.length, this.#at);
+    b.copy(this.#buf, this.#at + 4);
+    this.#at += 4 + b.length;
+  }
+
   /** The data with its trailer. */
   finish(): Buffer {
     this.#room(2);

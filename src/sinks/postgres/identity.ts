@@ -27,6 +27,14 @@ export interface SeriesRef {
   readonly problem: string | null;
   /** Set once a transaction that inserted (or found) the series committed: later writes skip it. */
   stored: boolean;
+  /**
+   * rolled_until of the series (ms) as last seen by this sink; -Infinity = not known. Only a hint: a
+   * series is offered to streamstats_roll() when a row starts an hour after it, and the database
+   * decides from its own rolled_until.
+   */
+  rolledMs: number;
+  /** streamstats_roll() failed on this series' stored windows: not offered again by this process. */
+  rollFailed: boolean;
 }
 
 /**
@@ -46,7 +54,7 @@ export class SeriesRefs {
     let ref = byName.get(name);
     if (ref === undefined) {
       const key = groupbyKey(groupby);
-      ref = { id: seriesId(name, key), name, groupbyJson: JSON.stringify(groupby), problem: seriesProblem(name, groupby), stored: false };
+      ref = { id: seriesId(name, key), name, groupbyJson: JSON.stringify(groupby), problem: seriesProblem(name, groupby), stored: false, rolledMs: -Infinity, rollFailed: false };
       byName.set(name, ref);
     }
     return ref;

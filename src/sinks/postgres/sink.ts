@@ -12,6 +12,7 @@ import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWr
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
+import { rollUp } from './roll.js';
 import { redactUrl } from '../../config/redact.js';
 
 export { groupbyKey, redactUrl };
@@ -126,7 +127,18 @@ export class PostgresSink implements Sink, PositionStore {
     } catch (err) {
       broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
+      client.off('error', onError);
+      client.release(broken);
       throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
+    }
+    // The rows are stored: rolling up is a cache of them, and its failure (logged) fails nothing.
+    try {
+      const refusedNow = new Set(rejected.map((r) => r.index));
+      const stored = rows.filter((r) => !refusedNow.has(r.index));
+      for (const [ref, ms] of stored.length > 0 ? await rollUp(client, stored, this.#logger) : []) ref.rolledMs = ms;
+    } catch (err) {
+      broken ??= err as Error;
+      this.#logger?.warn({ err: pgDetail(err) }, 'postgres: rolling up stored windows failed; they stay readable as they are');
     } finally {
       client.off('error', onError);
       // A client whose write failed is discarded, not pooled: its session state is not known.

@@ -15,11 +15,11 @@ export interface PreparedRow {
   readonly series: SeriesRef;
 }
 
-const COLUMNS = 'series, period_start, duration_start, duration_end, count, sum, min, max, m2, partition, period, topic, unit, sketch';
+const COLUMNS = 'series, period_start, duration_start, duration_end, count, sum, min, max, m2, partition, period, topic, unit, sketch, sketch_bin';
 const KEY = 'series, period_start, partition, topic';
 const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration_end = EXCLUDED.duration_end, count = EXCLUDED.count,
   sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit,
-  sketch = EXCLUDED.sketch, updated_at = now()`;
+  sketch = EXCLUDED.sketch, sketch_bin = EXCLUDED.sketch_bin, updated_at = now()`;
 
 const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby)
 SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) ON CONFLICT (id) DO NOTHING`;
@@ -48,6 +48,32 @@ function sketchJson(r: StatsRow): string | null {
   return r.sketch === undefined ? null : JSON.stringify(r.sketch);
 }
 
+/**
+ * The sketch's buckets as schema version 3 stores them beside the JSON (sketch_bin: 12 bytes a
+ * bucket, int4 code 2k / 2k+1 for positive / negative bucket k, float8 count, big-endian), which
+ * rolling up concatenates without parsing; null (the roll then reads the JSON) for a bucket key that
+ * is not an int4 bucket number or a count that is not a finite number.
+ */
+export function sketchBin(r: StatsRow): Buffer | null {
+  const sk = r.sketch;
+  if (sk === undefined) return null;
+  const pos = Object.entries(sk.pos);
+  const neg = Object.entries(sk.neg);
+  const out = Buffer.allocUnsafe(12 * (pos.length + neg.length));
+  let at = 0;
+  for (const [entries, sign] of [[pos, 0], [neg, 1]] as const) {
+    for (const [k, n] of entries) {
+      const i = Number(k);
+      const code = 2 * i + sign;
+      if (!Number.isInteger(i) || code < -(2 ** 31) || code >= 2 ** 31 || typeof n !== 'number' || !Number.isFinite(n)) return null;
+      out.writeInt32BE(code, at);
+      out.writeDoubleBE(n, at + 4);
+      at += 12;
+    }
+  }
+  return out;
+}
+
 /** The rows as COPY text: one line each, columns in COLUMNS order. */
 function copyData(rows: readonly PreparedRow[]): Buffer {
   let out = '';
@@ -56,9 +82,14 @@ function copyData(rows: readonly PreparedRow[]): Buffer {
     out +=
       `${series.id}\t${copyText(r.period_start)}\t${copyText(r.duration_start)}\t${copyText(r.duration_end)}\t` +
       `${r.count}\t${r.sum}\t${r.min}\t${r.max}\t${m2Of(r)}\t${r.partition ?? -1}\t${r.period}\t${copyText(r.topic ?? '')}\t` +
-      `${r.unit === null ? COPY_NULL : copyText(r.unit)}\t${sketch === null ? COPY_NULL : copyText(sketch)}\n`;
+      `${r.unit === null ? COPY_NULL : copyText(r.unit)}\t${sketch === null ? COPY_NULL : copyText(sketch)}\t${byteaText(sketchBin(r))}\n`;
   }
   return Buffer.from(out, 'utf8');
+}
+
+/** A bytea in COPY text: hex format, its backslash escaped for COPY. */
+function byteaText(b: Buffer | null): string {
+  return b === null ? COPY_NULL : `\\\\x${b.toString('hex')}`;
 }
 
 /** How rows travel in a COPY: binary (the default: no parsing on the server) or text. */
@@ -100,7 +131,7 @@ export function binaryProblem(r: StatsRow): string | null {
 function copyDataBinary(rows: readonly PreparedRow[]): Buffer {
   const w = new BinaryCopyWriter(rows.length * 200);
   for (const { row: r, series } of rows) {
-    w.row(14);
+    w.row(15);
     w.uuid(series.id);
     w.timestamp(isoMs(r.period_start));
     w.timestamp(isoMs(r.duration_start));
@@ -115,6 +146,7 @@ function copyDataBinary(rows: readonly PreparedRow[]): Buffer {
     w.text(r.topic ?? '');
     w.text(r.unit);
     w.text(sketchJson(r), true);
+    w.bytes(sketchBin(r));
   }
   return w.finish();
 }
@@ -152,16 +184,16 @@ export async function upsertCopy(client: pg.ClientBase, rows: readonly PreparedR
 
 const UPSERT_UNNEST = `INSERT INTO ${TABLES.windows} (${COLUMNS})
 SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::int8[], $6::float8[], $7::float8[],
-  $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::jsonb[])
+  $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::jsonb[], $15::bytea[])
 ON CONFLICT (${KEY}) ${UPDATE}`;
 
 /** One upsert statement with the rows as arrays (what version 1 did for every emission). */
 export async function upsertUnnest(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
-  const cols: unknown[][] = Array.from({ length: 14 }, () => new Array(rows.length));
+  const cols: unknown[][] = Array.from({ length: 15 }, () => new Array(rows.length));
   rows.forEach(({ row: r, series }, i) => {
     const vals = [
       series.id, r.period_start, r.duration_start, r.duration_end, r.count, r.sum, r.min, r.max, m2Of(r),
-      r.partition ?? -1, r.period, r.topic ?? '', r.unit, sketchJson(r),
+      r.partition ?? -1, r.period, r.topic ?? '', r.unit, sketchJson(r), sketchBin(r),
     ];
     for (let c = 0; c < vals.length; c++) cols[c]![i] = vals[c];
   });
