@@ -89,7 +89,7 @@ function main(): void {
   const closed = store.takeAll();
   // Format in slices, as the emission of a window would, and drop the output; only the cache stays.
   for (let i = 0; i < closed.length; i += 10_000) rows.format(closed.slice(i, i + 10_000)).ndjson();
-  closed.length = 0;
+  closed.keys.length; // placeholder
   const cached = heap();
   const out: SeriesHeapResult = {
     shape,
