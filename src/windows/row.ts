@@ -62,10 +62,10 @@ interface SeriesIdentityOut {
  * object is made unless a sink reads `rows`.
  */
 export class RowFormatter {
-  // Per series, across windows: `{"name":…,"unit":…,"groupby":{…},` as a flat string and its UTF-8 bytes.
-  readonly #rid = new Map<string, number>();
-  #prefix: string[] = [];
-  #prefixBytes: number[] = [];
+  // Per series, across windows: `{"name":…,"unit":…,"groupby":{…},` as a flat string. Its UTF-8 size
+  // is its length, except for the few prefixes with non-ASCII characters, whose sizes are kept apart.
+  readonly #prefix = new Map<string, string>();
+  readonly #wideBytes = new Map<string, number>();
   readonly #ident = new Map<string, SeriesIdentityOut>();
   readonly #iso = new Map<number, string>();
   /** window start -> `"period":…,"period_start":"…","period_end":"…"` */
@@ -89,30 +89,27 @@ export class RowFormatter {
     let prefixBytes = 0;
     for (let i = 0; i < n; i++) {
       const key = c.keys[i]!;
-      let r = this.#rid.get(key);
-      if (r === undefined) r = this.#newPrefix(key);
-      prefixes[i] = this.#prefix[r]!;
-      prefixBytes += this.#prefixBytes[r]!;
+      const p = this.#prefix.get(key) ?? this.#newPrefix(key);
+      prefixes[i] = p;
+      prefixBytes += this.#wideBytes.size === 0 ? p.length : (this.#wideBytes.get(key) ?? p.length);
     }
     return new FormattedRows(this, c, prefixes, prefixBytes, where);
   }
 
-  #newPrefix(key: string): number {
-    if (this.#rid.size >= this.maxEntries) {
-      this.#rid.clear();
-      this.#prefix = [];
-      this.#prefixBytes = [];
+  #newPrefix(key: string): string {
+    if (this.#prefix.size >= this.maxEntries) {
+      this.#prefix.clear();
+      this.#wideBytes.clear();
     }
     const id = parseSeriesKey(key);
     const head = JSON.stringify({ name: id.name, unit: id.unit, groupby: groupbyObject(id) });
     // Through bytes and back: one flat string of the prefix alone (a slice or a concatenation would
     // keep the whole head, or a rope, alive for the life of the series), and its UTF-8 size for free.
     const bytes = Buffer.from(`${head.slice(0, -1)},`);
-    const r = this.#prefix.length;
-    this.#prefix.push(bytes.toString());
-    this.#prefixBytes.push(bytes.length);
-    this.#rid.set(key, r);
-    return r;
+    const p = bytes.toString();
+    this.#prefix.set(key, p);
+    if (bytes.length !== p.length) this.#wideBytes.set(key, bytes.length);
+    return p;
   }
 
   /** @internal The parsed identity of a series (row objects and identity keys only). */

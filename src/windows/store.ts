@@ -100,13 +100,11 @@ export class WindowStore {
   #appliedEnd: number | null = null;
 
   // Series: interned once, while any window holds them. The key is the decoder's (or the worker
-  // dictionary's) own string, so the store adds a map entry and 12 bytes of columns per series.
-  readonly #sids = new Map<string, number>();
+  // dictionary's) own string, so the store adds a map entry and 8 bytes of columns per series.
+  #sids = new Map<string, number>();
   readonly #keys: Array<string | undefined> = [];
-  /** series id -> its newest open cell, -1 when none */
+  /** series id -> its newest open cell; -1 when none is left (the series closes) */
   #head = new Int32Array(1024);
-  /** series id -> number of open windows holding it */
-  #refs = new Int32Array(1024);
   readonly #freeSids: number[] = [];
 
   // Cells: one slot per open (series, window), in pages; freed slots are reused first.
@@ -223,9 +221,7 @@ export class WindowStore {
     if (sid === this.#keys.length) this.#keys.push(key);
     else this.#keys[sid] = key;
     this.#head = grown(this.#head, sid + 1);
-    this.#refs = grown(this.#refs, sid + 1);
     this.#head[sid] = -1;
-    this.#refs[sid] = 0;
     this.#sids.set(key, sid);
     return sid;
   }
@@ -246,7 +242,6 @@ export class WindowStore {
     links[l] = this.#head[sid]!;
     links[l + 1] = sid;
     this.#head[sid] = slot;
-    this.#refs[sid]!++;
     if (this.#sketchAccuracy > 0) this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
     let win = this.#windows.get(ws);
     if (win === undefined) {
@@ -303,7 +298,7 @@ export class WindowStore {
     const stats = new Float64Array(total * MOMENT.STRIDE);
     const sketches = this.#sketchAccuracy > 0 ? new Array<Sketch | undefined>(total) : null;
     const head = this.#head;
-    const refs = this.#refs;
+    const freed: string[] = [];
     let i = 0;
     for (const ws of starts) {
       const win = this.#windows.get(ws)!;
@@ -341,14 +336,29 @@ export class WindowStore {
           }
         }
         this.#freeCells.push(slot);
-        if (--refs[sid]! === 0) {
-          this.#sids.delete(key);
+        if (head[sid] === -1) {
           this.#keys[sid] = undefined;
+          freed.push(key);
           this.#freeSids.push(sid);
           this.#budget.release(key);
         }
       }
     }
+    this.#forget(freed);
     return new ClosedCells(keys, wss, stats, sketches);
+  }
+
+  /**
+   * Drops closed series from the key map: one by one when few close, by keeping the survivors when
+   * most do (deleting a million keys one by one took most of a second).
+   */
+  #forget(freed: readonly string[]): void {
+    if (freed.length * 2 < this.#sids.size) {
+      for (const key of freed) this.#sids.delete(key);
+      return;
+    }
+    const kept = new Map<string, number>();
+    if (freed.length < this.#sids.size) for (const [key, sid] of this.#sids) if (this.#keys[sid] === key) kept.set(key, sid);
+    this.#sids = kept;
   }
 }
