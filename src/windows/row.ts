@@ -3,6 +3,7 @@
 import type { Sketch, SketchData } from '../core/sketch.js';
 import { groupbyObject, parseSeriesKey } from '../core/series.js';
 import { ClosedCells, STAT, type CellList } from './cells.js';
+import { rowsBytes } from './row-bytes.js';
 
 export interface StatsRow {
   name: string;
@@ -134,8 +135,8 @@ export class RowFormatter {
     const v = count === 0 ? 0 : s[o + STAT.M2]! / count;
     let t =
       `"count":${count},"sum":${s[o + STAT.SUM]!},"min":${s[o + STAT.MIN]!},"max":${s[o + STAT.MAX]!},"avg":${s[o + STAT.MEAN]!},` +
-      `"stddev":${v > 0 ? Math.sqrt(v) : 0},"duration_start":"${this.#isoMs(tsMin)}","duration_end":"${this.#isoMs(tsMax)}",` +
-      `"duration":${(tsMax - tsMin) / 1000},${this.#windowText(c.starts[i]!)}${whereTail}`;
+      `"stddev":${v > 0 ? Math.sqrt(v) : 0},"duration_start":"${this.isoMs(tsMin)}","duration_end":"${this.isoMs(tsMax)}",` +
+      `"duration":${(tsMax - tsMin) / 1000},${this.windowText(c.starts[i]!)}${whereTail}`;
     const sketch = c.sketches?.[i];
     if (sketch !== undefined) t += `,"percentiles":${JSON.stringify(this.quantiles(sketch))},"sketch":${JSON.stringify(sketch.toJSON())}`;
     return `${t}}`;
@@ -168,8 +169,8 @@ export class RowFormatter {
       max: s[o + STAT.MAX]!,
       avg: s[o + STAT.MEAN]!,
       stddev: v > 0 ? Math.sqrt(v) : 0,
-      duration_start: this.#isoMs(tsMin),
-      duration_end: this.#isoMs(tsMax),
+      duration_start: this.isoMs(tsMin),
+      duration_end: this.isoMs(tsMax),
       duration: (tsMax - tsMin) / 1000,
       period: this.windowMs / 1000,
       period_start: this.isoOf(ws),
@@ -187,7 +188,8 @@ export class RowFormatter {
     return row;
   }
 
-  #windowText(ws: number): string {
+  /** @internal */
+  windowText(ws: number): string {
     let t = this.#windowPart.get(ws);
     if (t === undefined) {
       if (this.#windowPart.size > 10_000) this.#windowPart.clear();
@@ -202,7 +204,8 @@ export class RowFormatter {
    * ("07.250Z"): a row has two, and a Date per call was a large part of formatting. Event times are
    * 0..MAX_TIMESTAMP_MS, where the ISO form always has 24 characters.
    */
-  #isoMs(t: number): string {
+  /** @internal */
+  isoMs(t: number): string {
     const ms = Math.floor(t);
     const within = ms % 60_000;
     const minuteMs = ms - within;
@@ -269,6 +272,7 @@ class FormattedRows implements RowBatch {
   }
 
   ndjsonBytes(): Buffer {
+    if (this.#cells.sketches === null) return rowsBytes(this.#fmt, this.#cells, this.#prefixes, this.#prefixBytes, Buffer.from(this.#whereTail));
     const n = this.#prefixes.length;
     const tails = new Array<string>(n);
     // A tail is ASCII (numbers, ISO times, field names, sketch numbers) except a topic's own characters.
