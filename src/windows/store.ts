@@ -115,6 +115,7 @@ export class WindowStore {
   /** slot -> quantile sketch (PERCENTILES only) */
   readonly #sketches: Array<Sketch | undefined> = [];
   readonly #windows = new Map<number, OpenWindow>();
+  #lastWindowCells = 64;
 
   constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
@@ -245,7 +246,9 @@ export class WindowStore {
     if (this.#sketchAccuracy > 0) this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
     let win = this.#windows.get(ws);
     if (win === undefined) {
-      win = { slots: new Int32Array(64), n: 0 };
+      // Sized like the last window closed: windows of a stream hold about the same series, and
+      // each regrowth is one more buffer outside the heap for the collector to track.
+      win = { slots: new Int32Array(this.#lastWindowCells), n: 0 };
       this.#windows.set(ws, win);
     }
     if (win.n === win.slots.length) win.slots = grown(win.slots, win.n + 1);
@@ -294,14 +297,17 @@ export class WindowStore {
     let total = 0;
     for (const ws of starts) total += this.#windows.get(ws)!.n;
     const keys = new Array<string>(total);
-    const wss = new Float64Array(total);
-    const stats = new Float64Array(total * MOMENT.STRIDE);
+    // One buffer for both columns: the moments, then the window starts.
+    const columns = new Float64Array(total * (MOMENT.STRIDE + 1));
+    const stats = columns.subarray(0, total * MOMENT.STRIDE);
+    const wss = columns.subarray(total * MOMENT.STRIDE);
     const sketches = this.#sketchAccuracy > 0 ? new Array<Sketch | undefined>(total) : null;
     const head = this.#head;
     const freed: string[] = [];
     let i = 0;
     for (const ws of starts) {
       const win = this.#windows.get(ws)!;
+      this.#lastWindowCells = Math.max(64, win.n + (win.n >> 3));
       this.#windows.delete(ws);
       this.#minPosition.delete(ws);
       for (let j = 0; j < win.n; j++, i++) {
