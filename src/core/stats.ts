@@ -54,3 +54,59 @@ export function stddev(m: Moments): number {
   const v = m.m2 / m.count;
   return v > 0 ? Math.sqrt(v) : 0;
 }
+
+/**
+ * Moments laid out as numbers in a Float64Array (the window store's cells, closed cells): no object
+ * per (series, window). MOMENT.STRIDE numbers from an offset, in this order.
+ */
+export const MOMENT = {
+  COUNT: 0,
+  MEAN: 1,
+  M2: 2,
+  MIN: 3,
+  MAX: 4,
+  SUM: 5,
+  TS_MIN: 6,
+  TS_MAX: 7,
+  STRIDE: 8,
+} as const;
+
+/** An empty cell at a[o..o + MOMENT.STRIDE) (what emptyMoments() is as an object). */
+export function clearMomentsAt(a: Float64Array, o: number): void {
+  a[o + MOMENT.COUNT] = 0;
+  a[o + MOMENT.MEAN] = 0;
+  a[o + MOMENT.M2] = 0;
+  a[o + MOMENT.MIN] = Infinity;
+  a[o + MOMENT.MAX] = -Infinity;
+  a[o + MOMENT.SUM] = 0;
+  a[o + MOMENT.TS_MIN] = Infinity;
+  a[o + MOMENT.TS_MAX] = -Infinity;
+}
+
+/** mergeMoments(cell at a[o], b) with b's fields as arguments: the same arithmetic, in the same order. */
+export function mergeMomentsAt(a: Float64Array, o: number, count: number, mean: number, m2: number, min: number, max: number, sum: number, tsMin: number, tsMax: number): void {
+  if (count === 0) return;
+  const ac = a[o + MOMENT.COUNT]!;
+  if (ac === 0) {
+    a[o + MOMENT.COUNT] = count;
+    a[o + MOMENT.MEAN] = mean;
+    a[o + MOMENT.M2] = m2;
+    a[o + MOMENT.MIN] = min;
+    a[o + MOMENT.MAX] = max;
+    a[o + MOMENT.SUM] = sum;
+    a[o + MOMENT.TS_MIN] = tsMin;
+    a[o + MOMENT.TS_MAX] = tsMax;
+    return;
+  }
+  const n = ac + count;
+  const am = a[o + MOMENT.MEAN]!;
+  const delta = mean - am;
+  a[o + MOMENT.MEAN] = am + delta * (count / n);
+  a[o + MOMENT.M2] = a[o + MOMENT.M2]! + (m2 + delta * delta * ((ac * count) / n));
+  a[o + MOMENT.COUNT] = n;
+  if (min < a[o + MOMENT.MIN]!) a[o + MOMENT.MIN] = min;
+  if (max > a[o + MOMENT.MAX]!) a[o + MOMENT.MAX] = max;
+  a[o + MOMENT.SUM] = a[o + MOMENT.SUM]! + sum;
+  if (tsMin < a[o + MOMENT.TS_MIN]!) a[o + MOMENT.TS_MIN] = tsMin;
+  if (tsMax > a[o + MOMENT.TS_MAX]!) a[o + MOMENT.TS_MAX] = tsMax;
+}

@@ -3,7 +3,7 @@
 // NDJSON string that can pass V8's string limit. Between chunks the engine yields to the event loop.
 import type { LaneIdentity } from '../commit/types.js';
 import type { RowBatch, RowFormatter, StatsRow } from '../windows/row.js';
-import type { ClosedCell } from '../windows/store.js';
+import { cellHasSketch, cellKey, cellStart, sliceCells, type CellList, type ClosedCell } from '../windows/cells.js';
 
 export interface ChunkLimits {
   /** Rows per chunk (EMIT_CHUNK_ROWS). */
@@ -19,30 +19,46 @@ export const EMIT_CHUNK_DEFAULTS: ChunkLimits = Object.freeze({ rows: 10_000, by
  * byte (`\u0000`), plus the fixed fields; a sketch adds a few KiB at most.
  */
 export function rowBytesEstimate(c: ClosedCell): number {
-  return 6 * c.key.length + 512 + (c.sketch === undefined ? 0 : 8192);
+  return rowBytes(c.key, c.sketch !== undefined);
+}
+
+function rowBytes(key: string, sketch: boolean): number {
+  return 6 * key.length + 512 + (sketch ? 8192 : 0);
 }
 
 /** Splits cells into runs of at most `rows` rows and about `bytes` bytes (always at least one row). */
-export function splitCells(cells: readonly ClosedCell[], limits: ChunkLimits): ClosedCell[][] {
-  const out: ClosedCell[][] = [];
+export function splitCells<T extends CellList>(cells: T, limits: ChunkLimits): T[] {
+  const out: T[] = [];
+  const n = cells.length;
   let start = 0;
-  while (start < cells.length) {
+  while (start < n) {
     let end = start;
     let bytes = 0;
-    while (end < cells.length && end - start < limits.rows) {
-      const b = rowBytesEstimate(cells[end]!);
+    while (end < n && end - start < limits.rows) {
+      const b = rowBytes(cellKey(cells, end), cellHasSketch(cells, end));
       if (end > start && bytes + b > limits.bytes) break;
       bytes += b;
       end++;
     }
-    out.push(cells.slice(start, end));
+    out.push(sliceCells(cells, start, end));
     start = end;
   }
   return out;
 }
 
-export function windowCount(cells: readonly ClosedCell[]): number {
-  return new Set(cells.map((c) => c.windowStart)).size;
+export function windowCount(cells: CellList): number {
+  const seen = new Set<number>();
+  for (let i = 0; i < cells.length; i++) seen.add(cellStart(cells, i));
+  return seen.size;
+}
+
+/**
+ * Windows a chunk completes: those it holds, minus its last when the next chunk continues that window
+ * (a window split over chunks counts in the chunk that ends it).
+ */
+export function windowsEnded(part: CellList, next: CellList | undefined): number {
+  const continued = next !== undefined && next.length > 0 && part.length > 0 && cellStart(part, part.length - 1) === cellStart(next, 0);
+  return windowCount(part) - (continued ? 1 : 0);
 }
 
 /** Lets timers, sockets and HTTP handlers run between two chunks. */
@@ -55,26 +71,26 @@ export function yieldToLoop(): Promise<void> {
  * must be one write (exactly-once Kafka: a transaction per chunk would be replayed as duplicates).
  * Its ndjson() joins the chunks' texts, so such a sink must not ask for it on huge emissions.
  */
-export async function formatWhole(fmt: RowFormatter, chunks: readonly ClosedCell[][], ident: LaneIdentity | undefined): Promise<RowBatch> {
+export async function formatWhole(fmt: RowFormatter, chunks: readonly CellList[], ident: LaneIdentity | undefined): Promise<RowBatch> {
   const parts: RowBatch[] = [];
   for (let i = 0; i < chunks.length; i++) {
     if (i > 0) await yieldToLoop();
     parts.push(fmt.format(chunks[i]!, ident));
   }
   if (parts.length === 1) return parts[0]!;
-  const rows: StatsRow[] = [];
   const partOf: number[] = [];
   const base: number[] = [];
   for (let p = 0; p < parts.length; p++) {
-    base.push(rows.length);
-    for (const r of parts[p]!.rows) {
-      rows.push(r);
-      partOf.push(p);
-    }
+    base.push(partOf.length);
+    for (let j = 0; j < chunks[p]!.length; j++) partOf.push(p);
   }
   const at = (i: number): [RowBatch, number] => [parts[partOf[i]!]!, i - base[partOf[i]!]!];
+  let rows: StatsRow[] | null = null;
   return {
-    rows,
+    get rows(): readonly StatsRow[] {
+      rows ??= parts.flatMap((p) => p.rows);
+      return rows;
+    },
     ndjson: () => parts.map((p) => p.ndjson()).join(''),
     ndjsonBytes: () => Buffer.concat(parts.map((p) => p.ndjsonBytes?.() ?? Buffer.from(p.ndjson()))),
     json: (i) => {

@@ -10,9 +10,9 @@ import type { BatchOutcome } from '../pool/index.js';
 import type { SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
-import { SeriesBudget, type ClosedCell } from '../windows/store.js';
+import { SeriesBudget, type CellList } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
-import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, yieldToLoop } from './emission.js';
+import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
 import { LateWarner } from './late.js';
 import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
 import type { EngineOptions, EngineTotals } from './types.js';
@@ -297,7 +297,7 @@ export class Engine {
    * pipelined sink gets the next emission while this one is in flight (bounded per partition).
    * `closing` (end of a finite input): the last emission, awaited, with no point.
    */
-  async #emit(state: PartitionState, cells: readonly ClosedCell[], closing = false): Promise<void> {
+  async #emit(state: PartitionState, cells: CellList, closing = false): Promise<void> {
     const point = closing ? null : pointNow(state);
     if (cells.length === 0) {
       if (point !== null) {
@@ -321,12 +321,12 @@ export class Engine {
       const last = i === chunks.length - 1;
       const part = chunks[i]!;
       // A window split over chunks counts in the chunk that ends it.
-      const windows = windowCount(part) - (last || part[part.length - 1]!.windowStart !== chunks[i + 1]![0]!.windowStart ? 0 : 1);
+      const windows = windowsEnded(part, chunks[i + 1]);
       await this.#write(state, this.#rows.format(part, state.identity), part, windows, last ? point : null, closing);
     }
   }
 
-  async #write(state: PartitionState, batch: RowBatch, cells: readonly ClosedCell[], windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
+  async #write(state: PartitionState, batch: RowBatch, cells: CellList, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
     const ident = state.identity;
     const { metrics, sink } = this.#o;
     state.unwrittenCells += cells.length;
@@ -341,7 +341,8 @@ export class Engine {
     const settle = async (): Promise<void> => {
       const result = await written;
       end();
-      await this.#deadLetterRows(state, batch.rows, result.rejected);
+      // batch.rows builds row objects the file sink never needed: only when a row was refused.
+      if (result.rejected.length > 0) await this.#deadLetterRows(state, batch.rows, result.rejected);
       metrics.windowsEmitted.inc(cells.length - result.rejected.length);
       this.totals.rows += cells.length - result.rejected.length;
       if (point !== null) this.#advancePoint(state, point);

@@ -26,7 +26,8 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
       return {
         describe: w.describe,
         write: async (batch) => {
-          await w.writeText(batch.ndjson());
+          // The bytes straight from the per-series prefixes: no NDJSON string to build and encode again.
+          await w.writeText(batch.ndjsonBytes?.() ?? batch.ndjson());
           return WRITTEN_ALL;
         },
         close: () => w.close(),

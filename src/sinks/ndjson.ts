@@ -44,8 +44,8 @@ export class NdjsonWriter {
     await this.writeText(chunk);
   }
 
-  /** Text that is already NDJSON (ends with a newline). */
-  async writeText(chunk: string): Promise<void> {
+  /** Text that is already NDJSON (ends with a newline), as a string or as its UTF-8 bytes. */
+  async writeText(chunk: string | Uint8Array): Promise<void> {
     this.#throwIfFailed();
     if (chunk.length === 0) return;
     const out = this.#stream();

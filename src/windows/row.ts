@@ -1,8 +1,9 @@
 // A closed window as a statistics row, with the field names of the OpenStack Ceilometer v2
 // Statistics result (plus name and stddev, and the identity a sink can upsert by).
-import { stddev, type Moments } from '../core/stats.js';
 import type { Sketch, SketchData } from '../core/sketch.js';
 import { groupbyObject, parseSeriesKey } from '../core/series.js';
+import { ClosedCells, STAT, type CellList } from './cells.js';
+import { rowsBytes } from './row-bytes.js';
 
 export interface StatsRow {
   name: string;
@@ -42,14 +43,12 @@ export interface RowBatch {
   identityKey?(i: number): string;
 }
 
-interface SeriesOut {
+/** A series' parsed identity, for sinks that read row objects or identity keys (PostgreSQL, Kafka). */
+interface SeriesIdentityOut {
   readonly name: string;
   readonly unit: string | null;
+  /** One object per series while cached: the PostgreSQL sink keys its per-series work by it. */
   readonly groupby: Record<string, string | null>;
-  /** `{"name":…,"unit":…,"groupby":{…},` : serialised once per series, not once per row. */
-  readonly jsonPrefix: string;
-  /** UTF-8 bytes of jsonPrefix. */
-  readonly prefixBytes: number;
   /**
    * `"name",[["dim","value"],…]` of the identity key (groupby pairs sorted by name): made on the first
    * identityKey() of the series (only the Kafka sink asks), then kept.
@@ -59,11 +58,23 @@ interface SeriesOut {
 
 /**
  * Builds rows. Emitting is the main thread's biggest cost after merging (one row per series per
- * window), so the per-series parts are parsed and serialised once and cached, bounded by maxEntries.
+ * window), so a series' identity is serialised once and cached (bounded by maxEntries), and a row is
+ * its cached prefix plus a tail of numbers written straight from the closed cells' columns: no row
+ * object is made unless a sink reads `rows`.
  */
 export class RowFormatter {
-  readonly #series = new Map<string, SeriesOut>();
+  // Per series, across windows: `{"name":…,"unit":…,"groupby":{…},` as a flat string. Its UTF-8 size
+  // is its length, except for the few prefixes with non-ASCII characters, whose sizes are kept apart.
+  readonly #prefix = new Map<string, string>();
+  readonly #wideBytes = new Map<string, number>();
+  readonly #ident = new Map<string, SeriesIdentityOut>();
   readonly #iso = new Map<number, string>();
+  /** window start -> `"period":…,"period_start":"…","period_end":"…"` */
+  readonly #windowPart = new Map<number, string>();
+  #minuteMs = Number.NaN;
+  #minuteText = '';
+  /** ms within a minute -> `SS.mmmZ`, filled as met */
+  readonly #secText: Array<string | undefined> = [];
 
   constructor(
     private readonly windowMs: number,
@@ -72,108 +83,148 @@ export class RowFormatter {
     private readonly percentiles: readonly number[] = [],
   ) {}
 
-  format(cells: ReadonlyArray<{ key: string; windowStart: number; moments: Moments; sketch?: Sketch }>, where?: { topic: string; partition: number }): RowBatch {
-    const rows: StatsRow[] = new Array(cells.length);
-    const prefixes: string[] = new Array(cells.length);
+  format(cells: CellList, where?: { topic: string; partition: number }): RowBatch {
+    const c = cells instanceof ClosedCells ? cells : ClosedCells.from(cells);
+    const n = c.length;
+    const prefixes = new Array<string>(n);
     let prefixBytes = 0;
-    const series: SeriesOut[] = new Array(cells.length);
-    const keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
-    const topicAscii = where === undefined || /^[\x00-\x7f]*$/.test(where.topic);
-    for (let i = 0; i < cells.length; i++) {
-      const c = cells[i]!;
-      const s = this.#seriesOut(c.key);
-      const m = c.moments;
-      const row: StatsRow = {
-        name: s.name,
-        unit: s.unit,
-        groupby: s.groupby,
-        count: m.count,
-        sum: m.sum,
-        min: m.min,
-        max: m.max,
-        avg: m.mean,
-        stddev: stddev(m),
-        duration_start: this.#isoMs(m.tsMin),
-        duration_end: this.#isoMs(m.tsMax),
-        duration: (m.tsMax - m.tsMin) / 1000,
-        period: this.windowMs / 1000,
-        period_start: this.#isoOf(c.windowStart),
-        period_end: this.#isoOf(c.windowStart + this.windowMs),
-      };
-      if (where !== undefined) {
-        row.topic = where.topic;
-        row.partition = where.partition;
-      }
-      if (c.sketch !== undefined) {
-        const p: Record<string, number> = {};
-        for (const q of this.percentiles) p[`p${q}`] = c.sketch.quantile(q / 100);
-        row.percentiles = p;
-        row.sketch = c.sketch.toJSON();
-      }
-      rows[i] = row;
-      prefixes[i] = s.jsonPrefix;
-      prefixBytes += s.prefixBytes;
-      series[i] = s;
+    for (let i = 0; i < n; i++) {
+      const key = c.keys[i]!;
+      const p = this.#prefix.get(key) ?? this.#newPrefix(key);
+      prefixes[i] = p;
+      prefixBytes += this.#wideBytes.size === 0 ? p.length : (this.#wideBytes.get(key) ?? p.length);
     }
-    return {
-      rows,
-      ndjson: () => {
-        let out = '';
-        for (let i = 0; i < rows.length; i++) out += `${prefixes[i]!}${rowTail(rows[i]!)}\n`;
-        return out;
-      },
-      ndjsonBytes: () => {
-        const tails: string[] = new Array(rows.length);
-        // A tail is ASCII (numbers, ISO times, field names) except a topic's own characters.
-        let bytes = prefixBytes + rows.length;
-        for (let i = 0; i < rows.length; i++) {
-          const tail = rowTail(rows[i]!);
-          tails[i] = tail;
-          bytes += topicAscii ? tail.length : Buffer.byteLength(tail);
-        }
-        const out = Buffer.allocUnsafe(bytes);
-        let o = 0;
-        for (let i = 0; i < rows.length; i++) {
-          o += out.write(prefixes[i]!, o);
-          o += out.write(tails[i]!, o);
-          out[o++] = 0x0a;
-        }
-        return out;
-      },
-      json: (i) => `${prefixes[i]!}${rowTail(rows[i]!)}`,
-      identityKey: (i) => `${keyHead}${identityMiddle(series[i]!)},"${rows[i]!.period_start}"]`,
-    };
+    return new FormattedRows(this, c, prefixes, prefixBytes, where);
   }
 
-  #seriesOut(key: string): SeriesOut {
-    let s = this.#series.get(key);
+  #newPrefix(key: string): string {
+    if (this.#prefix.size >= this.maxEntries) {
+      this.#prefix.clear();
+      this.#wideBytes.clear();
+    }
+    const id = parseSeriesKey(key);
+    const head = JSON.stringify({ name: id.name, unit: id.unit, groupby: groupbyObject(id) });
+    // Through bytes and back: one flat string of the prefix alone (a slice or a concatenation would
+    // keep the whole head, or a rope, alive for the life of the series), and its UTF-8 size for free.
+    const bytes = Buffer.from(`${head.slice(0, -1)},`);
+    const p = bytes.toString();
+    this.#prefix.set(key, p);
+    if (bytes.length !== p.length) this.#wideBytes.set(key, bytes.length);
+    return p;
+  }
+
+  /** @internal The parsed identity of a series (row objects and identity keys only). */
+  identity(key: string): SeriesIdentityOut {
+    let s = this.#ident.get(key);
     if (s === undefined) {
-      if (this.#series.size >= this.maxEntries) this.#series.clear();
+      if (this.#ident.size >= this.maxEntries) this.#ident.clear();
       const id = parseSeriesKey(key);
-      const groupby = groupbyObject(id);
-      const head = JSON.stringify({ name: id.name, unit: id.unit, groupby });
-      const jsonPrefix = `${head.slice(0, -1)},`;
-      s = { name: id.name, unit: id.unit, groupby, jsonPrefix, prefixBytes: Buffer.byteLength(jsonPrefix), identityMiddle: null };
-      this.#series.set(key, s);
+      s = { name: id.name, unit: id.unit, groupby: groupbyObject(id), identityMiddle: null };
+      this.#ident.set(key, s);
     }
     return s;
   }
 
-  /**
-   * toISOString of an event time, from a cached minute ("2020-02-11T12:42:") and the seconds: a row
-   * has two, and a Date per call was a large part of formatting. Event times are 0..MAX_TIMESTAMP_MS,
-   * where the ISO form always has 24 characters.
-   */
-  #isoMs(t: number): string {
-    const ms = Math.floor(t);
-    const within = ms % 60_000;
-    const minute = this.#isoOf(ms - within).slice(0, 17);
-    const sec = Math.floor(within / 1000);
-    const milli = within - sec * 1000;
-    return `${minute}${sec < 10 ? '0' : ''}${sec}.${milli < 100 ? (milli < 10 ? '00' : '0') : ''}${milli}Z`;
+  /** @internal `"count":…` up to the closing brace: the row after its identity, exactly as JSON.stringify writes it. */
+  tail(c: ClosedCells, i: number, whereTail: string): string {
+    const s = c.stats;
+    const o = i * STAT.STRIDE;
+    const count = s[o + STAT.COUNT]!;
+    const tsMin = s[o + STAT.TS_MIN]!;
+    const tsMax = s[o + STAT.TS_MAX]!;
+    const v = count === 0 ? 0 : s[o + STAT.M2]! / count;
+    let t =
+      `"count":${count},"sum":${s[o + STAT.SUM]!},"min":${s[o + STAT.MIN]!},"max":${s[o + STAT.MAX]!},"avg":${s[o + STAT.MEAN]!},` +
+      `"stddev":${v > 0 ? Math.sqrt(v) : 0},"duration_start":"${this.isoMs(tsMin)}","duration_end":"${this.isoMs(tsMax)}",` +
+      `"duration":${(tsMax - tsMin) / 1000},${this.windowText(c.starts[i]!)}${whereTail}`;
+    const sketch = c.sketches?.[i];
+    if (sketch !== undefined) t += `,"percentiles":${JSON.stringify(this.quantiles(sketch))},"sketch":${JSON.stringify(sketch.toJSON())}`;
+    return `${t}}`;
   }
 
-  #isoOf(ms: number): string {
+  /** @internal */
+  quantiles(sketch: Sketch): Record<string, number> {
+    const p: Record<string, number> = {};
+    for (const q of this.percentiles) p[`p${q}`] = sketch.quantile(q / 100);
+    return p;
+  }
+
+  /** @internal One row as an object, as sinks that read `rows` get it. */
+  row(c: ClosedCells, i: number, where: { topic: string; partition: number } | undefined): StatsRow {
+    const id = this.identity(c.keys[i]!);
+    const s = c.stats;
+    const o = i * STAT.STRIDE;
+    const count = s[o + STAT.COUNT]!;
+    const tsMin = s[o + STAT.TS_MIN]!;
+    const tsMax = s[o + STAT.TS_MAX]!;
+    const v = count === 0 ? 0 : s[o + STAT.M2]! / count;
+    const ws = c.starts[i]!;
+    const row: StatsRow = {
+      name: id.name,
+      unit: id.unit,
+      groupby: id.groupby,
+      count,
+      sum: s[o + STAT.SUM]!,
+      min: s[o + STAT.MIN]!,
+      max: s[o + STAT.MAX]!,
+      avg: s[o + STAT.MEAN]!,
+      stddev: v > 0 ? Math.sqrt(v) : 0,
+      duration_start: this.isoMs(tsMin),
+      duration_end: this.isoMs(tsMax),
+      duration: (tsMax - tsMin) / 1000,
+      period: this.windowMs / 1000,
+      period_start: this.isoOf(ws),
+      period_end: this.isoOf(ws + this.windowMs),
+    };
+    if (where !== undefined) {
+      row.topic = where.topic;
+      row.partition = where.partition;
+    }
+    const sketch = c.sketches?.[i];
+    if (sketch !== undefined) {
+      row.percentiles = this.quantiles(sketch);
+      row.sketch = sketch.toJSON();
+    }
+    return row;
+  }
+
+  /** @internal */
+  windowText(ws: number): string {
+    let t = this.#windowPart.get(ws);
+    if (t === undefined) {
+      if (this.#windowPart.size > 10_000) this.#windowPart.clear();
+      t = `"period":${this.windowMs / 1000},"period_start":"${this.isoOf(ws)}","period_end":"${this.isoOf(ws + this.windowMs)}"`;
+      this.#windowPart.set(ws, t);
+    }
+    return t;
+  }
+
+  /**
+   * toISOString of an event time, from a cached minute ("2020-02-11T12:42:") and cached seconds
+   * ("07.250Z"): a row has two, and a Date per call was a large part of formatting. Event times are
+   * 0..MAX_TIMESTAMP_MS, where the ISO form always has 24 characters.
+   */
+  /** @internal */
+  isoMs(t: number): string {
+    const ms = Math.floor(t);
+    const within = ms % 60_000;
+    const minuteMs = ms - within;
+    if (minuteMs !== this.#minuteMs) {
+      this.#minuteText = this.isoOf(minuteMs).slice(0, 17);
+      this.#minuteMs = minuteMs;
+    }
+    let sec = this.#secText[within];
+    if (sec === undefined) {
+      const whole = Math.floor(within / 1000);
+      const milli = within - whole * 1000;
+      sec = `${whole < 10 ? '0' : ''}${whole}.${milli < 100 ? (milli < 10 ? '00' : '0') : ''}${milli}Z`;
+      this.#secText[within] = sec;
+    }
+    return `${this.#minuteText}${sec}`;
+  }
+
+  /** @internal */
+  isoOf(ms: number): string {
     let s = this.#iso.get(ms);
     if (s === undefined) {
       if (this.#iso.size > 10_000) this.#iso.clear();
@@ -184,22 +235,80 @@ export class RowFormatter {
   }
 }
 
-function identityMiddle(s: SeriesOut): string {
+/** One emission's rows: cached prefixes plus the closed cells, serialised on demand. */
+class FormattedRows implements RowBatch {
+  readonly #fmt: RowFormatter;
+  readonly #cells: ClosedCells;
+  readonly #prefixes: readonly string[];
+  readonly #prefixBytes: number;
+  readonly #where: { topic: string; partition: number } | undefined;
+  readonly #whereTail: string;
+  #rows: StatsRow[] | null = null;
+
+  constructor(fmt: RowFormatter, cells: ClosedCells, prefixes: readonly string[], prefixBytes: number, where: { topic: string; partition: number } | undefined) {
+    this.#fmt = fmt;
+    this.#cells = cells;
+    this.#prefixes = prefixes;
+    this.#prefixBytes = prefixBytes;
+    this.#where = where;
+    this.#whereTail = where === undefined ? '' : `,"topic":${JSON.stringify(where.topic)},"partition":${where.partition}`;
+  }
+
+  /** Made on first use (the file and stdout sinks never ask), then the same objects every time. */
+  get rows(): readonly StatsRow[] {
+    if (this.#rows === null) {
+      const n = this.#cells.length;
+      const rows = new Array<StatsRow>(n);
+      for (let i = 0; i < n; i++) rows[i] = this.#fmt.row(this.#cells, i, this.#where);
+      this.#rows = rows;
+    }
+    return this.#rows;
+  }
+
+  ndjson(): string {
+    let out = '';
+    for (let i = 0; i < this.#prefixes.length; i++) out += `${this.#prefixes[i]!}${this.#fmt.tail(this.#cells, i, this.#whereTail)}\n`;
+    return out;
+  }
+
+  ndjsonBytes(): Buffer {
+    if (this.#cells.sketches === null) return rowsBytes(this.#fmt, this.#cells, this.#prefixes, this.#prefixBytes, Buffer.from(this.#whereTail));
+    const n = this.#prefixes.length;
+    const tails = new Array<string>(n);
+    // A tail is ASCII (numbers, ISO times, field names, sketch numbers) except a topic's own characters.
+    const ascii = this.#where === undefined || /^[\x00-\x7f]*$/.test(this.#where.topic);
+    let bytes = this.#prefixBytes + n;
+    for (let i = 0; i < n; i++) {
+      const tail = this.#fmt.tail(this.#cells, i, this.#whereTail);
+      tails[i] = tail;
+      bytes += ascii ? tail.length : Buffer.byteLength(tail);
+    }
+    const out = Buffer.allocUnsafe(bytes);
+    let o = 0;
+    for (let i = 0; i < n; i++) {
+      o += out.write(this.#prefixes[i]!, o);
+      o += ascii ? out.write(tails[i]!, o, 'latin1') : out.write(tails[i]!, o);
+      out[o++] = 0x0a;
+    }
+    return out;
+  }
+
+  json(i: number): string {
+    return `${this.#prefixes[i]!}${this.#fmt.tail(this.#cells, i, this.#whereTail)}`;
+  }
+
+  identityKey(i: number): string {
+    const where = this.#where;
+    const keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
+    return `${keyHead}${identityMiddle(this.#fmt.identity(this.#cells.keys[i]!))},"${this.#fmt.isoOf(this.#cells.starts[i]!)}"]`;
+  }
+}
+
+function identityMiddle(s: SeriesIdentityOut): string {
   if (s.identityMiddle === null) {
     const g = s.groupby;
     const pairs = Object.keys(g).sort().map((k) => [k, g[k] ?? null]);
     s.identityMiddle = `${JSON.stringify(s.name)},${JSON.stringify(pairs)}`;
   }
   return s.identityMiddle;
-}
-
-/** The row after its identity, serialised exactly as JSON.stringify would (same keys, same order). */
-function rowTail(r: StatsRow): string {
-  let s =
-    `"count":${r.count},"sum":${r.sum},"min":${r.min},"max":${r.max},"avg":${r.avg},"stddev":${r.stddev},` +
-    `"duration_start":"${r.duration_start}","duration_end":"${r.duration_end}","duration":${r.duration},` +
-    `"period":${r.period},"period_start":"${r.period_start}","period_end":"${r.period_end}"`;
-  if (r.topic !== undefined) s += `,"topic":${JSON.stringify(r.topic)},"partition":${r.partition}`;
-  if (r.percentiles !== undefined) s += `,"percentiles":${JSON.stringify(r.percentiles)},"sketch":${JSON.stringify(r.sketch)}`;
-  return `${s}}`;
 }

@@ -3,9 +3,10 @@
 // Windows are stored window-first: all series share the epoch-aligned window starts, so closing is a
 // walk over a handful of starts, not over every series.
 import { CELL, type DecodeResult } from '../core/messages.js';
-import { emptyMoments, mergeMoments, type Moments } from '../core/stats.js';
+import { clearMomentsAt, mergeMomentsAt, MOMENT } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
 import { Sketch } from '../core/sketch.js';
+import { ClosedCells } from './cells.js';
 
 /** Defaults of the window store's options (the options table takes WATERMARK_CONFIRM_RECORDS from here). */
 export const WINDOW_STORE_DEFAULTS = {
@@ -16,6 +17,7 @@ export const WINDOW_STORE_DEFAULTS = {
 import { StreamClock } from './clock.js';
 
 export { StreamClock, cellPoints, type TimePoint } from './clock.js';
+export { ClosedCells, type CellList, type ClosedCell } from './cells.js';
 
 /**
  * Estimated main-thread bytes of one open series: its key in the store, and the parsed identity and
@@ -51,16 +53,6 @@ export class SeriesBudget {
   }
 }
 
-export interface ClosedCell {
-  readonly key: string;
-  readonly windowStart: number;
-  readonly moments: Moments;
-  readonly sketch?: Sketch;
-}
-
-/** Moments of one (series, window), with its quantile sketch when PERCENTILES is on. */
-type Cell = Moments & { sketch?: Sketch };
-
 export interface ApplyOutcome {
   /** (series key, window start) cells whose window was already closed: their records are late. */
   readonly late: Array<{ key: string; windowStart: number; count: number }>;
@@ -69,21 +61,61 @@ export interface ApplyOutcome {
   readonly accepted: number;
 }
 
+
+/**
+ * Cells live in pages of typed arrays: a page never moves once made (no copy of a million cells when
+ * the store grows) and holds at most one page of unused slots.
+ */
+const PAGE_BITS = 12;
+const PAGE_MASK = (1 << PAGE_BITS) - 1;
+/** Numbers per cell: its moments (MOMENT), then its window start. */
+const NUM_STRIDE = MOMENT.STRIDE + 1;
+const WS = MOMENT.STRIDE;
+/** Links per cell: the series' next (older) cell or -1, then the series id. */
+const LINK_STRIDE = 2;
+
+/** The cells of one open window, in the order they were opened (the order rows come out in). */
+interface OpenWindow {
+  slots: Int32Array<ArrayBuffer>;
+  n: number;
+}
+
+function grown(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
+  if (need <= a.length) return a;
+  const b = new Int32Array(Math.max(need, Math.ceil(a.length * 1.5)));
+  b.set(a);
+  return b;
+}
+
 export class WindowStore {
   readonly #windowMs: number;
   readonly #latenessMs: number;
   readonly #budget: SeriesBudget;
-  /** window start -> series key -> moments */
-  readonly #windows = new Map<number, Map<string, Cell>>();
   readonly #sketchAccuracy: number;
-  /** series key -> number of open windows holding it */
-  readonly #seriesRefs = new Map<string, number>();
   #watermark = -Infinity;
   readonly #clock: StreamClock;
   /** window start -> smallest source position that contributed to it (commits never pass it) */
   readonly #minPosition = new Map<number, number>();
   /** Position after the last applied batch; null before any. */
   #appliedEnd: number | null = null;
+
+  // Series: interned once, while any window holds them. The key is the decoder's (or the worker
+  // dictionary's) own string, so the store adds a map entry and 8 bytes of columns per series.
+  #sids = new Map<string, number>();
+  readonly #keys: Array<string | undefined> = [];
+  /** series id -> its newest open cell; -1 when none is left (the series closes) */
+  #head = new Int32Array(1024);
+  readonly #freeSids: number[] = [];
+
+  // Cells: one slot per open (series, window), in pages; freed slots are reused first.
+  readonly #nums: Float64Array[] = [];
+  readonly #links: Int32Array[] = [];
+  #cellsMade = 0;
+  readonly #freeCells: number[] = [];
+  /** slot -> quantile sketch (PERCENTILES only) */
+  readonly #sketches: Array<Sketch | undefined> = [];
+  readonly #windows = new Map<number, OpenWindow>();
+  #lastWindowCells = 64;
 
   constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
@@ -108,7 +140,7 @@ export class WindowStore {
   }
 
   get openSeries(): number {
-    return this.#seriesRefs.size;
+    return this.#sids.size;
   }
 
   get openWindows(): number {
@@ -125,8 +157,11 @@ export class WindowStore {
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
     const cells = result.cells;
+    const so = result.sketchOffsets;
     // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells).
     const evidence: number[] = [];
+    const nums = this.#nums;
+    const links = this.#links;
     for (let o = 0; o < cells.length; o += CELL.STRIDE) {
       const key = result.series[cells[o + CELL.SERIES]!]!;
       const ws = cells[o + CELL.WINDOW_START]!;
@@ -135,46 +170,44 @@ export class WindowStore {
         late.push({ key, windowStart: ws, count });
         continue;
       }
-      let win = this.#windows.get(ws);
-      let m = win?.get(key);
-      if (m === undefined) {
-        const refs = this.#seriesRefs.get(key);
-        if (refs === undefined) {
+      let sid = this.#sids.get(key);
+      let slot = -1;
+      if (sid !== undefined) {
+        for (let c = this.#head[sid]!; c >= 0; c = links[c >> PAGE_BITS]![(c & PAGE_MASK) * LINK_STRIDE]!) {
+          if (nums[c >> PAGE_BITS]![(c & PAGE_MASK) * NUM_STRIDE + WS] === ws) {
+            slot = c;
+            break;
+          }
+        }
+      }
+      if (slot < 0) {
+        if (sid === undefined) {
           const limit = this.#budget.admit(key);
           if (limit !== null) {
             overLimit.push({ key, windowStart: ws, count, limit });
             continue;
           }
+          sid = this.#newSeries(key);
         }
-        this.#seriesRefs.set(key, (refs ?? 0) + 1);
-        if (win === undefined) {
-          win = new Map();
-          this.#windows.set(ws, win);
-        }
-        m = emptyMoments() as Cell;
-        if (this.#sketchAccuracy > 0) m.sketch = new Sketch(this.#sketchAccuracy);
-        win.set(key, m);
+        slot = this.#newCell(sid, ws);
       }
-      const so = result.sketchOffsets;
-      if (so !== undefined && m.sketch !== undefined) {
-        const pairs = result.sketchPairs!;
-        const cell = o / CELL.STRIDE;
-        for (let j = so[cell]!; j < so[cell + 1]!; j++) m.sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
+      if (so !== undefined) {
+        const sketch = this.#sketches[slot];
+        if (sketch !== undefined) {
+          const pairs = result.sketchPairs!;
+          const cell = o / CELL.STRIDE;
+          for (let j = so[cell]!; j < so[cell + 1]!; j++) sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
+        }
       }
       if (positions !== undefined) {
         const p = this.#minPosition.get(ws);
         if (p === undefined || positions.start < p) this.#minPosition.set(ws, positions.start);
       }
-      mergeMoments(m, {
-        count,
-        mean: cells[o + CELL.MEAN]!,
-        m2: cells[o + CELL.M2]!,
-        min: cells[o + CELL.MIN]!,
-        max: cells[o + CELL.MAX]!,
-        sum: cells[o + CELL.SUM]!,
-        tsMin: cells[o + CELL.TS_MIN]!,
-        tsMax: cells[o + CELL.TS_MAX]!,
-      });
+      mergeMomentsAt(
+        nums[slot >> PAGE_BITS]!, (slot & PAGE_MASK) * NUM_STRIDE, count,
+        cells[o + CELL.MEAN]!, cells[o + CELL.M2]!, cells[o + CELL.MIN]!, cells[o + CELL.MAX]!,
+        cells[o + CELL.SUM]!, cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!,
+      );
       evidence.push(o);
       accepted += count;
     }
@@ -182,6 +215,45 @@ export class WindowStore {
     this.#clock.observeCells(cells, evidence);
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
+  }
+
+  #newSeries(key: string): number {
+    const sid = this.#freeSids.pop() ?? this.#keys.length;
+    if (sid === this.#keys.length) this.#keys.push(key);
+    else this.#keys[sid] = key;
+    this.#head = grown(this.#head, sid + 1);
+    this.#head[sid] = -1;
+    this.#sids.set(key, sid);
+    return sid;
+  }
+
+  #newCell(sid: number, ws: number): number {
+    const slot = this.#freeCells.pop() ?? this.#cellsMade++;
+    const page = slot >> PAGE_BITS;
+    if (page === this.#nums.length) {
+      this.#nums.push(new Float64Array(NUM_STRIDE << PAGE_BITS));
+      this.#links.push(new Int32Array(LINK_STRIDE << PAGE_BITS));
+    }
+    const nums = this.#nums[page]!;
+    const o = (slot & PAGE_MASK) * NUM_STRIDE;
+    clearMomentsAt(nums, o);
+    nums[o + WS] = ws;
+    const links = this.#links[page]!;
+    const l = (slot & PAGE_MASK) * LINK_STRIDE;
+    links[l] = this.#head[sid]!;
+    links[l + 1] = sid;
+    this.#head[sid] = slot;
+    if (this.#sketchAccuracy > 0) this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
+    let win = this.#windows.get(ws);
+    if (win === undefined) {
+      // Sized like the last window closed: windows of a stream hold about the same series, and
+      // each regrowth is one more buffer outside the heap for the collector to track.
+      win = { slots: new Int32Array(this.#lastWindowCells), n: 0 };
+      this.#windows.set(ws, win);
+    }
+    if (win.n === win.slots.length) win.slots = grown(win.slots, win.n + 1);
+    win.slots[win.n++] = slot;
+    return slot;
   }
 
   /**
@@ -207,33 +279,92 @@ export class WindowStore {
   }
 
   /** Removes and returns every window the watermark has closed, oldest first. */
-  takeClosed(): ClosedCell[] {
+  takeClosed(): ClosedCells {
     return this.#take((ws) => isClosed(ws, this.#windowMs, this.#watermark));
   }
 
   /** End of a finite input: every window closes. */
-  takeAll(): ClosedCell[] {
+  takeAll(): ClosedCells {
     return this.#take(() => true);
   }
 
-  #take(pred: (ws: number) => boolean): ClosedCell[] {
+  /**
+   * Copies the closed windows' cells out into columns and frees their slots: a pass over typed arrays
+   * with no object per cell (a million series close in tens of milliseconds, not most of a second).
+   */
+  #take(pred: (ws: number) => boolean): ClosedCells {
     const starts = [...this.#windows.keys()].filter(pred).sort((a, b) => a - b);
-    const out: ClosedCell[] = [];
+    let total = 0;
+    for (const ws of starts) total += this.#windows.get(ws)!.n;
+    const keys = new Array<string>(total);
+    // One buffer for both columns: the moments, then the window starts.
+    const columns = new Float64Array(total * (MOMENT.STRIDE + 1));
+    const stats = columns.subarray(0, total * MOMENT.STRIDE);
+    const wss = columns.subarray(total * MOMENT.STRIDE);
+    const sketches = this.#sketchAccuracy > 0 ? new Array<Sketch | undefined>(total) : null;
+    const head = this.#head;
+    const freed: string[] = [];
+    let i = 0;
     for (const ws of starts) {
       const win = this.#windows.get(ws)!;
+      this.#lastWindowCells = Math.max(64, win.n + (win.n >> 3));
       this.#windows.delete(ws);
       this.#minPosition.delete(ws);
-      for (const [key, moments] of win) {
-        out.push(moments.sketch === undefined ? { key, windowStart: ws, moments } : { key, windowStart: ws, moments, sketch: moments.sketch });
-        const refs = this.#seriesRefs.get(key)! - 1;
-        if (refs === 0) {
-          this.#seriesRefs.delete(key);
+      for (let j = 0; j < win.n; j++, i++) {
+        const slot = win.slots[j]!;
+        const nums = this.#nums[slot >> PAGE_BITS]!;
+        const o = (slot & PAGE_MASK) * NUM_STRIDE;
+        const d = i * MOMENT.STRIDE;
+        for (let k = 0; k < MOMENT.STRIDE; k++) stats[d + k] = nums[o + k]!;
+        wss[i] = ws;
+        if (sketches !== null) {
+          sketches[i] = this.#sketches[slot];
+          this.#sketches[slot] = undefined;
+        }
+        const links = this.#links[slot >> PAGE_BITS]!;
+        const l = (slot & PAGE_MASK) * LINK_STRIDE;
+        const sid = links[l + 1]!;
+        const key = this.#keys[sid]!;
+        keys[i] = key;
+        // Unlink the cell from its series' list (newest first; a series has a few open windows at most).
+        const next = links[l]!;
+        if (head[sid] === slot) head[sid] = next;
+        else {
+          let c = head[sid]!;
+          for (;;) {
+            const cl = this.#links[c >> PAGE_BITS]!;
+            const co = (c & PAGE_MASK) * LINK_STRIDE;
+            if (cl[co] === slot) {
+              cl[co] = next;
+              break;
+            }
+            c = cl[co]!;
+          }
+        }
+        this.#freeCells.push(slot);
+        if (head[sid] === -1) {
+          this.#keys[sid] = undefined;
+          freed.push(key);
+          this.#freeSids.push(sid);
           this.#budget.release(key);
-        } else {
-          this.#seriesRefs.set(key, refs);
         }
       }
     }
-    return out;
+    this.#forget(freed);
+    return new ClosedCells(keys, wss, stats, sketches);
+  }
+
+  /**
+   * Drops closed series from the key map: one by one when few close, by keeping the survivors when
+   * most do (deleting a million keys one by one took most of a second).
+   */
+  #forget(freed: readonly string[]): void {
+    if (freed.length * 2 < this.#sids.size) {
+      for (const key of freed) this.#sids.delete(key);
+      return;
+    }
+    const kept = new Map<string, number>();
+    if (freed.length < this.#sids.size) for (const [key, sid] of this.#sids) if (this.#keys[sid] === key) kept.set(key, sid);
+    this.#sids = kept;
   }
 }

@@ -1,0 +1,112 @@
+// Closed (series, window) cells as columns: what the window store hands to the row formatter. One
+// close used to build a cell object and a moments object per series (a million of each for a million
+// series): most of the main thread's garbage. Here a close is three arrays, whatever its size.
+import { MOMENT, type Moments } from '../core/stats.js';
+import type { Sketch } from '../core/sketch.js';
+
+/** The numbers of one cell in ClosedCells.stats (core/stats.ts MOMENT), STAT.STRIDE of them per cell. */
+export const STAT = MOMENT;
+
+/** One closed cell as an object (tests, callers that build cells by hand). */
+export interface ClosedCell {
+  readonly key: string;
+  readonly windowStart: number;
+  readonly moments: Moments;
+  readonly sketch?: Sketch;
+}
+
+export class ClosedCells {
+  constructor(
+    /** Series key of each cell. */
+    readonly keys: readonly string[],
+    /** Window start (ms) of each cell; cells of one window are contiguous, oldest window first. */
+    readonly starts: Float64Array,
+    /** STAT.STRIDE numbers per cell. */
+    readonly stats: Float64Array,
+    /** Each cell's quantile sketch, when PERCENTILES is on. */
+    readonly sketches: ReadonlyArray<Sketch | undefined> | null,
+  ) {}
+
+  get length(): number {
+    return this.keys.length;
+  }
+
+  /** Cells a..b, sharing this one's memory. */
+  slice(a: number, b: number): ClosedCells {
+    return new ClosedCells(
+      this.keys.slice(a, b),
+      this.starts.subarray(a, b),
+      this.stats.subarray(a * STAT.STRIDE, b * STAT.STRIDE),
+      this.sketches === null ? null : this.sketches.slice(a, b),
+    );
+  }
+
+  moments(i: number): Moments {
+    const s = this.stats;
+    const o = i * STAT.STRIDE;
+    return {
+      count: s[o + STAT.COUNT]!,
+      mean: s[o + STAT.MEAN]!,
+      m2: s[o + STAT.M2]!,
+      min: s[o + STAT.MIN]!,
+      max: s[o + STAT.MAX]!,
+      sum: s[o + STAT.SUM]!,
+      tsMin: s[o + STAT.TS_MIN]!,
+      tsMax: s[o + STAT.TS_MAX]!,
+    };
+  }
+
+  cell(i: number): ClosedCell {
+    const sketch = this.sketches?.[i];
+    const c = { key: this.keys[i]!, windowStart: this.starts[i]!, moments: this.moments(i) };
+    return sketch === undefined ? c : { ...c, sketch };
+  }
+
+  static from(cells: readonly ClosedCell[]): ClosedCells {
+    const n = cells.length;
+    const keys = new Array<string>(n);
+    const starts = new Float64Array(n);
+    const stats = new Float64Array(n * STAT.STRIDE);
+    let sketches: Array<Sketch | undefined> | null = null;
+    for (let i = 0; i < n; i++) {
+      const c = cells[i]!;
+      keys[i] = c.key;
+      starts[i] = c.windowStart;
+      const m = c.moments;
+      const o = i * STAT.STRIDE;
+      stats[o + STAT.COUNT] = m.count;
+      stats[o + STAT.MEAN] = m.mean;
+      stats[o + STAT.M2] = m.m2;
+      stats[o + STAT.MIN] = m.min;
+      stats[o + STAT.MAX] = m.max;
+      stats[o + STAT.SUM] = m.sum;
+      stats[o + STAT.TS_MIN] = m.tsMin;
+      stats[o + STAT.TS_MAX] = m.tsMax;
+      if (c.sketch !== undefined) (sketches ??= new Array<Sketch | undefined>(n))[i] = c.sketch;
+    }
+    return new ClosedCells(keys, starts, stats, sketches);
+  }
+}
+
+/** Closed cells in either form: the store's columns, or objects. */
+export type CellList = readonly ClosedCell[] | ClosedCells;
+
+export function cellCount(cells: CellList): number {
+  return cells.length;
+}
+
+export function cellKey(cells: CellList, i: number): string {
+  return cells instanceof ClosedCells ? cells.keys[i]! : cells[i]!.key;
+}
+
+export function cellStart(cells: CellList, i: number): number {
+  return cells instanceof ClosedCells ? cells.starts[i]! : cells[i]!.windowStart;
+}
+
+export function cellHasSketch(cells: CellList, i: number): boolean {
+  return cells instanceof ClosedCells ? cells.sketches?.[i] !== undefined : cells[i]!.sketch !== undefined;
+}
+
+export function sliceCells<T extends CellList>(cells: T, a: number, b: number): T {
+  return cells.slice(a, b) as T;
+}
