@@ -1,0 +1,158 @@
+// Known series by the raw bytes of the fields that decide them. A format's fields that make the
+// series (Monasca: metric.name, metric.dimensions, meta.tenantId, meta.region) are read as JSON
+// text; two messages whose texts of those fields are byte for byte the same have the same name, unit
+// and dimensions (JSON.parse is a function of the text), so they pass the same field checks and get
+// the same series. A signature is learnt only from a message the slow path accepted, so a hit needs
+// no check of those fields at all: no strings, no sorting, no interning. Different texts of one
+// series (other whitespace, other key order) are separate signatures of the same leaf.
+// Signatures live in one arena buffer and are hashed and compared four bytes a step (DataView reads:
+// the message bytes are not aligned).
+import type { SeriesLeaf } from '../intern.js';
+
+interface Entry {
+  /** Where the signature starts in the arena: each field's length (-1 absent) as an Int32, then its bytes. */
+  readonly at: number;
+  readonly leaf: SeriesLeaf;
+}
+
+/** Signatures sharing a hash: crafted collisions must not make every lookup compare a long chain. */
+const MAX_CHAIN = 8;
+
+/** Per entry beyond its bytes: the entry object, its map slot or array element. */
+const ENTRY_OVERHEAD = 64;
+
+export class SignatureCache {
+  readonly #maxBytes: number;
+  #buckets = new Map<number, Entry | Entry[]>();
+  #arena: Uint8Array;
+  #av: DataView;
+  #used = 0;
+  #entries = 0;
+  /** Hash of the last find(), for the learn() that may follow it. */
+  #hash = 0;
+  #msg: DataView = new DataView(new ArrayBuffer(0));
+  #msgBuf: Uint8Array = new Uint8Array(0);
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+    this.#arena = new Uint8Array(64 * 1024);
+    this.#av = new DataView(this.#arena.buffer);
+  }
+
+  /** Estimated bytes held (arena in use and entries). */
+  get bytes(): number {
+    return this.#used + this.#entries * ENTRY_OVERHEAD;
+  }
+
+  get size(): number {
+    return this.#entries;
+  }
+
+  clear(): void {
+    this.#buckets = new Map();
+    this.#used = 0;
+    this.#entries = 0;
+    if (this.#arena.length > 64 * 1024) {
+      this.#arena = new Uint8Array(64 * 1024);
+      this.#av = new DataView(this.#arena.buffer);
+    }
+  }
+
+  #view(buf: Uint8Array): DataView {
+    if (buf !== this.#msgBuf) {
+      this.#msgBuf = buf;
+      this.#msg = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    }
+    return this.#msg;
+  }
+
+  /** The leaf of the fields buf[spans[2i]..spans[2i+1]) (start -1: absent), or undefined. */
+  find(buf: Uint8Array, spans: Int32Array): SeriesLeaf | undefined {
+    const mv = this.#view(buf);
+    const h = hashSpans(mv, spans);
+    this.#hash = h;
+    const b = this.#buckets.get(h);
+    if (b === undefined) return undefined;
+    if (!Array.isArray(b)) return this.#same(b.at, mv, spans) ? b.leaf : undefined;
+    for (let i = 0; i < b.length; i++) if (this.#same(b[i]!.at, mv, spans)) return b[i]!.leaf;
+    return undefined;
+  }
+
+  /** Adds the fields of the last find() (which missed) as a signature of leaf. */
+  learn(buf: Uint8Array, spans: Int32Array, leaf: SeriesLeaf): void {
+    const b = this.#buckets.get(this.#hash);
+    if (Array.isArray(b) && b.length >= MAX_CHAIN) return;
+    let n = 0;
+    for (let f = 0; f < spans.length; f += 2) n += 4 + (spans[f]! < 0 ? 0 : spans[f + 1]! - spans[f]!);
+    // A full cache starts over: its leaves stay in the interner, so this costs re-learning only.
+    if (this.bytes + n + ENTRY_OVERHEAD > this.#maxBytes) {
+      this.clear();
+      return;
+    }
+    if (this.#used + n > this.#arena.length) {
+      const grown = new Uint8Array(Math.max(2 * this.#arena.length, this.#used + n));
+      grown.set(this.#arena.subarray(0, this.#used));
+      this.#arena = grown;
+      this.#av = new DataView(grown.buffer);
+    }
+    const at = this.#used;
+    let o = at;
+    for (let f = 0; f < spans.length; f += 2) {
+      const s = spans[f]!;
+      const len = s < 0 ? -1 : spans[f + 1]! - s;
+      this.#av.setInt32(o, len, true);
+      o += 4;
+      if (len > 0) {
+        this.#arena.set(buf.subarray(s, s + len), o);
+        o += len;
+      }
+    }
+    this.#used = o;
+    this.#entries++;
+    const entry: Entry = { at, leaf };
+    if (b === undefined) this.#buckets.set(this.#hash, entry);
+    else if (Array.isArray(b)) b.push(entry);
+    else this.#buckets.set(this.#hash, [b, entry]);
+  }
+
+  #same(at: number, mv: DataView, spans: Int32Array): boolean {
+    const av = this.#av;
+    let o = at;
+    for (let f = 0; f < spans.length; f += 2) {
+      const s = spans[f]!;
+      const len = s < 0 ? -1 : spans[f + 1]! - s;
+      if (av.getInt32(o, true) !== len) return false;
+      o += 4;
+      if (len <= 0) continue;
+      const e = s + len;
+      let i = s;
+      for (; i + 4 <= e; i += 4, o += 4) if (mv.getInt32(i, true) !== av.getInt32(o, true)) return false;
+      for (; i < e; i++, o++) if (mv.getUint8(i) !== av.getUint8(o)) return false;
+    }
+    return true;
+  }
+}
+
+/** A multiply-xorshift hash of the fields (lengths and bytes), kept a small integer for the Map. */
+function hashSpans(mv: DataView, spans: Int32Array): number {
+  let h = 0x9747b28c;
+  for (let f = 0; f < spans.length; f += 2) {
+    const s = spans[f]!;
+    const e = spans[f + 1]!;
+    h = Math.imul(h ^ (s < 0 ? -1 : e - s), 0x9e3779b1);
+    h ^= h >>> 15;
+    if (s < 0) continue;
+    let i = s;
+    for (; i + 4 <= e; i += 4) {
+      h = Math.imul(h ^ mv.getInt32(i, true), 0x9e3779b1);
+      h ^= h >>> 15;
+    }
+    for (; i < e; i++) {
+      h = Math.imul(h ^ mv.getUint8(i), 0x9e3779b1);
+      h ^= h >>> 15;
+    }
+  }
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h ^= h >>> 13;
+  return h & 0x3fffffff;
+}
