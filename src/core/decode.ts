@@ -265,7 +265,8 @@ export class Decoder {
     const stamp = ++this.#batchNo;
     const leaves: SeriesLeaf[] = [];
     const series: string[] = [];
-    // A series rarely spans two windows in a batch: its leaf holds the cell of its last window, and the others are found here.
+    // A series rarely spans two windows in a batch: its leaf holds the cell of its current window, and
+    // only a series that moves to another window puts the cell it leaves here (most batches never build a key).
     const otherCells = new Map<string, number>();
     let cells = new Float64Array(CELL.STRIDE * 64);
     let nCells = 0;
@@ -295,8 +296,11 @@ export class Decoder {
         if (leaf.lastWindow === ws) {
           c = leaf.lastCell;
         } else {
-          const k2 = `${s}:${ws}`;
-          const found = leaf.lastCell === -1 ? undefined : otherCells.get(k2);
+          let found: number | undefined;
+          if (leaf.lastCell !== -1) {
+            otherCells.set(`${s}:${leaf.lastWindow}`, leaf.lastCell);
+            found = otherCells.get(`${s}:${ws}`);
+          }
           if (found !== undefined) {
             c = found;
           } else {
@@ -317,7 +321,6 @@ export class Decoder {
             cells[o + CELL.SUM] = 0;
             cells[o + CELL.TS_MIN] = Infinity;
             cells[o + CELL.TS_MAX] = -Infinity;
-            otherCells.set(k2, c);
             sketches?.push(new Map());
           }
           leaf.lastWindow = ws;
