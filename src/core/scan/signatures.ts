@@ -5,8 +5,9 @@
 // the same series. A signature is learnt only from a message the slow path accepted, so a hit needs
 // no check of those fields at all: no strings, no sorting, no interning. Different texts of one
 // series (other whitespace, other key order) are separate signatures of the same leaf.
-// Signatures live in one arena buffer and are hashed and compared four bytes a step (DataView reads:
-// the message bytes are not aligned).
+// Signatures live in one arena buffer and are compared four bytes a step (DataView reads: the message
+// bytes are not aligned). Long fields are hashed from samples (every candidate is compared in full
+// anyway); a cache where one hash gathers MAX_CHAIN signatures hashes every byte from then on.
 import type { SeriesLeaf } from '../intern.js';
 
 interface Entry {
@@ -15,7 +16,10 @@ interface Entry {
   readonly leaf: SeriesLeaf;
 }
 
-/** Signatures sharing a hash: crafted collisions must not make every lookup compare a long chain. */
+/**
+ * Signatures sharing a hash: beyond it a sampled cache switches to hashing every byte, and a full one
+ * learns no more of that hash (crafted collisions must not make every lookup compare a long chain).
+ */
 const MAX_CHAIN = 8;
 
 /** Per entry beyond its bytes: the entry object, its map slot or array element. */
@@ -30,6 +34,8 @@ export class SignatureCache {
   #entries = 0;
   /** Hash of the last find(), for the learn() that may follow it. */
   #hash = 0;
+  /** Hash every byte of long fields, not samples (see MAX_CHAIN). */
+  #full = false;
   #msg: DataView = new DataView(new ArrayBuffer(0));
   #msgBuf: Uint8Array = new Uint8Array(0);
 
@@ -50,6 +56,7 @@ export class SignatureCache {
 
   clear(): void {
     this.#buckets = new Map();
+    this.#full = false;
     this.#used = 0;
     this.#entries = 0;
     if (this.#arena.length > 64 * 1024) {
@@ -69,7 +76,7 @@ export class SignatureCache {
   /** The leaf of the fields buf[spans[2i]..spans[2i+1]) (start -1: absent), or undefined. */
   find(buf: Uint8Array, spans: Int32Array): SeriesLeaf | undefined {
     const mv = this.#view(buf);
-    const h = hashSpans(mv, spans);
+    const h = hashSpans(mv, spans, this.#full);
     this.#hash = h;
     const b = this.#buckets.get(h);
     if (b === undefined) return undefined;
@@ -80,11 +87,17 @@ export class SignatureCache {
 
   /** Adds the fields of the last find() (which missed) as a signature of leaf. */
   learn(buf: Uint8Array, spans: Int32Array, leaf: SeriesLeaf): void {
-    const b = this.#buckets.get(this.#hash);
-    if (Array.isArray(b) && b.length >= MAX_CHAIN) return;
+    let b = this.#buckets.get(this.#hash);
+    if (Array.isArray(b) && b.length >= MAX_CHAIN) {
+      if (this.#full) return;
+      this.#rehashFull(spans.length >> 1);
+      this.#hash = hashSpans(this.#view(buf), spans, true);
+      b = this.#buckets.get(this.#hash);
+      if (Array.isArray(b) && b.length >= MAX_CHAIN) return;
+    }
     let n = 0;
     for (let f = 0; f < spans.length; f += 2) n += 4 + (spans[f]! < 0 ? 0 : spans[f + 1]! - spans[f]!);
-    // A full cache starts over: its leaves stay in the interner, so this costs re-learning only.
+    // A cache at its byte bound starts over: its leaves stay in the interner, so this costs re-learning only.
     if (this.bytes + n + ENTRY_OVERHEAD > this.#maxBytes) {
       this.clear();
       return;
@@ -115,6 +128,23 @@ export class SignatureCache {
     else this.#buckets.set(this.#hash, [b, entry]);
   }
 
+  #rehashFull(fields: number): void {
+    this.#full = true;
+    const all: Entry[] = [];
+    for (const b of this.#buckets.values()) {
+      if (Array.isArray(b)) all.push(...b);
+      else all.push(b);
+    }
+    this.#buckets.clear();
+    for (const e of all) {
+      const h = hashEntry(this.#av, e.at, fields);
+      const b = this.#buckets.get(h);
+      if (b === undefined) this.#buckets.set(h, e);
+      else if (Array.isArray(b)) b.push(e);
+      else this.#buckets.set(h, [b, e]);
+    }
+  }
+
   #same(at: number, mv: DataView, spans: Int32Array): boolean {
     const av = this.#av;
     let o = at;
@@ -133,26 +163,55 @@ export class SignatureCache {
   }
 }
 
-/** A multiply-xorshift hash of the fields (lengths and bytes), kept a small integer for the Map. */
-function hashSpans(mv: DataView, spans: Int32Array): number {
-  let h = 0x9747b28c;
-  for (let f = 0; f < spans.length; f += 2) {
-    const s = spans[f]!;
-    const e = spans[f + 1]!;
-    h = Math.imul(h ^ (s < 0 ? -1 : e - s), 0x9e3779b1);
-    h ^= h >>> 15;
-    if (s < 0) continue;
+/** Fields hashed whole up to this many bytes; longer ones by SAMPLES words spread over them (first and last included). */
+const SHORT = 32;
+const SAMPLES = 16;
+
+function mix(h: number, x: number): number {
+  h = Math.imul(h ^ x, 0x9e3779b1);
+  return h ^ (h >>> 15);
+}
+
+/** One field (its length, -1 absent, and bytes) into the hash. */
+function hashField(h: number, v: DataView, s: number, len: number, full: boolean): number {
+  h = mix(h, len);
+  if (len <= 0) return h;
+  const e = s + len;
+  if (full || len <= SHORT) {
     let i = s;
-    for (; i + 4 <= e; i += 4) {
-      h = Math.imul(h ^ mv.getInt32(i, true), 0x9e3779b1);
-      h ^= h >>> 15;
-    }
-    for (; i < e; i++) {
-      h = Math.imul(h ^ mv.getUint8(i), 0x9e3779b1);
-      h ^= h >>> 15;
-    }
+    for (; i + 4 <= e; i += 4) h = mix(h, v.getInt32(i, true));
+    for (; i < e; i++) h = mix(h, v.getUint8(i));
+    return h;
   }
+  const span = len - 4;
+  for (let k = 0; k < SAMPLES; k++) h = mix(h, v.getInt32(s + Math.floor((k * span) / (SAMPLES - 1)), true));
+  return h;
+}
+
+function finish(h: number): number {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
   h ^= h >>> 13;
   return h & 0x3fffffff;
+}
+
+/** The hash of the message's fields buf[spans[2i]..spans[2i+1]), kept a small integer for the Map. */
+function hashSpans(mv: DataView, spans: Int32Array, full: boolean): number {
+  let h = 0x9747b28c;
+  for (let f = 0; f < spans.length; f += 2) {
+    const s = spans[f]!;
+    h = hashField(h, mv, s, s < 0 ? -1 : spans[f + 1]! - s, full);
+  }
+  return finish(h);
+}
+
+/** The same hash (full) of a stored signature. */
+function hashEntry(av: DataView, at: number, fields: number): number {
+  let h = 0x9747b28c;
+  let o = at;
+  for (let f = 0; f < fields; f++) {
+    const len = av.getInt32(o, true);
+    h = hashField(h, av, o + 4, len, true);
+    o += 4 + Math.max(0, len);
+  }
+  return finish(h);
 }
