@@ -8,6 +8,7 @@
 import t, { type Test } from 'tap';
 import { Decoder } from '../../src/core/decode.js';
 import type { DecodeResult, DecoderSettings } from '../../src/core/messages.js';
+import { generatePoints } from '../../src/sources/generator.js';
 import { pack, settings } from '../fixtures/gen.js';
 
 const SEED = Number(process.env['PROPERTY_SEED'] ?? '20261201');
@@ -218,4 +219,35 @@ t.test('ceilometer: fast path = slow path over random and hostile messages', asy
   run(t, 'ceilometer, GROUP_BY=resource_id', settings({ format: c, groupBy: ['resource_id'], windowMs: 3_600_000, maxFutureMs: 3_600_000 }), ceilometer, SEED + 3, 400, CEILOMETER_NOW);
   run(t, 'ceilometer, all dimensions', settings({ format: c }), ceilometer, SEED + 4, 300, CEILOMETER_NOW);
   run(t, 'ceilometer, small limits', settings({ format: c, maxDimensions: 2, maxNameBytes: 4, maxDimensionBytes: 4, maxSeriesKeyBytes: 60, maxMessageBytes: 250 }), ceilometer, SEED + 5, 300, CEILOMETER_NOW, { maxDictionary: 20 });
+});
+
+t.test('the generator\'s stream (runs of one agent\'s dimensions), partly mutated: fast path = slow path', async (t) => {
+  const g = new Gen(SEED + 6);
+  const s = settings({ maxFutureMs: 120_000 });
+  const fast = new Decoder(s);
+  const slow = new Decoder(s, { scan: false });
+  let batch: Buffer[] = [];
+  let mismatches = 0;
+  let accepted = 0;
+  let n = 0;
+  const flush = (): void => {
+    const { buffer, offsets } = pack(batch);
+    const r = fast.decodeBatch(buffer.slice(0), offsets.slice(), 1_581_424_933_000 + n * 10);
+    const r0 = slow.decodeBatch(buffer.slice(0), offsets.slice(), 1_581_424_933_000 + n * 10);
+    accepted += r0.ok;
+    if (!same(t, r, r0, `batch ending at point ${n}`)) mismatches++;
+    batch = [];
+  };
+  for (const p of generatePoints({ count: 12_000, metrics: 200, hosts: 5, intervalMs: 30_000, startMs: 1_581_424_933_000, seed: 7 })) {
+    let b = Buffer.from(p.json);
+    if (g.chance(0.1)) {
+      // Mostly inside or right after the dimensions: where a known text is taken without scanning.
+      const at = b.indexOf('"timestamp"') + g.int(5) - 4;
+      b = g.chance(0.5) ? Buffer.concat([b.subarray(0, at), Buffer.from([g.pick(HOSTILE_BYTES)]), b.subarray(at)]) : b.subarray(0, at);
+    }
+    batch.push(b);
+    if (++n % 1000 === 0) flush();
+  }
+  t.equal(mismatches, 0, `${n} points, ${accepted} accepted: fast path = slow path`);
+  t.ok(fast.scanned >= accepted * 0.8, `the fast path took ${fast.scanned} of the ${accepted} accepted records`);
 });

@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import type { FormatSpec } from '../formats/spec.js';
 import type { SeriesLeaf } from '../intern.js';
 import { MAX_ABS_VALUE } from '../record.js';
-import { CEILOMETER_FIELDS, MONASCA_FIELDS, readCeilometer, readMonasca, type FormatReader, type ScanOut } from './formats.js';
+import { CEILOMETER_FIELDS, MONASCA_FIELDS, MONASCA_HINT_FIELD, readCeilometer, readMonasca, type FormatReader, type ScanOut } from './formats.js';
 import { JsonScanner } from './json.js';
 import { SignatureCache } from './signatures.js';
 
@@ -37,6 +37,12 @@ export class FastPath implements ScanOut {
   value = 0;
   tsMs = 0;
   leaf: SeriesLeaf | null = null;
+  hint: DataView = new DataView(new ArrayBuffer(0));
+  hintAt = 0;
+  hintBytes = -1;
+  hinted = false;
+  #hintGeneration = -1;
+  readonly #hintField: number;
   readonly #read: FormatReader;
   readonly #lim: FastPathLimits;
   readonly #scanner = new JsonScanner();
@@ -46,16 +52,17 @@ export class FastPath implements ScanOut {
   static for(format: FormatSpec, lim: FastPathLimits): FastPath | null {
     switch (format.kind) {
       case 'monasca':
-        return new FastPath(readMonasca, MONASCA_FIELDS, lim);
+        return new FastPath(readMonasca, MONASCA_FIELDS, MONASCA_HINT_FIELD, lim);
       case 'ceilometer':
-        return new FastPath(readCeilometer, CEILOMETER_FIELDS, lim);
+        return new FastPath(readCeilometer, CEILOMETER_FIELDS, -1, lim);
       default:
         return null;
     }
   }
 
-  private constructor(read: FormatReader, fields: number, lim: FastPathLimits) {
+  private constructor(read: FormatReader, fields: number, hintField: number, lim: FastPathLimits) {
     this.#read = read;
+    this.#hintField = hintField;
     this.#lim = lim;
     this.spans = new Int32Array(2 * fields);
     this.#sigs = new SignatureCache(lim.maxSignatureBytes);
@@ -71,6 +78,9 @@ export class FastPath implements ScanOut {
     const s = this.#scanner;
     s.reset(buf, end);
     this.spans.fill(-1);
+    this.hinted = false;
+    // A hint from before the cache last started over may point at overwritten bytes.
+    if (this.#hintGeneration !== this.#sigs.generation) this.hintBytes = -1;
     const p = this.#read(s, s.ws(start), this);
     if (p < 0 || s.ws(p) !== end) return SCAN.DEFER;
     if (s.high && !isUtf8(buf.subarray(start, end))) return SCAN.DEFER;
@@ -82,6 +92,13 @@ export class FastPath implements ScanOut {
     const leaf = this.#sigs.find(buf, this.spans);
     if (leaf === undefined) return SCAN.MISS;
     this.leaf = leaf;
+    if (!this.hinted && this.#hintField >= 0) {
+      // The stored copy of this message's long field (not the message's bytes: the batch is reused).
+      this.hintAt = this.#sigs.fieldAt(this.#hintField);
+      this.hintBytes = this.#sigs.fieldBytes;
+      this.hint = this.#sigs.arena;
+      this.#hintGeneration = this.#sigs.generation;
+    }
     return SCAN.HIT;
   }
 

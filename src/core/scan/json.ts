@@ -21,10 +21,31 @@ export class JsonScanner {
   /** The value of the last number() read. */
   num = 0;
 
+  /** buf as a DataView, for reading four bytes a step. */
+  view: DataView = new DataView(new ArrayBuffer(0));
+
   reset(buf: Uint8Array, end: number): void {
-    this.buf = buf;
+    if (buf !== this.buf) {
+      this.buf = buf;
+      this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    }
     this.end = end;
     this.high = false;
+  }
+
+  /**
+   * Whether the bytes at p are text[at..at+n) (n at least 4), compared four at a time: returns the
+   * position after them, or -1. When `text` is a complete JSON value, a match is that value,
+   * without scanning it (what follows is for the caller to check).
+   */
+  known(p: number, text: DataView, at: number, n: number): number {
+    if (p + n > this.end) return -1;
+    const v = this.view;
+    let i = 0;
+    for (; i + 4 <= n; i += 4) if (v.getInt32(p + i, true) !== text.getInt32(at + i, true)) return -1;
+    // The last word again, ending at n (it overlaps: no byte loop for the tail).
+    if (i < n && v.getInt32(p + n - 4, true) !== text.getInt32(at + n - 4, true)) return -1;
+    return p + n;
   }
 
   /** Skips JSON whitespace (space, tab, LF, CR). */

@@ -36,6 +36,10 @@ export class SignatureCache {
   #hash = 0;
   /** Hash every byte of long fields, not samples (see MAX_CHAIN). */
   #full = false;
+  /** The entry the last find() returned. */
+  #found: Entry | null = null;
+  /** Counts clear()s: arena offsets from before one are stale. */
+  #generation = 0;
   #msg: DataView = new DataView(new ArrayBuffer(0));
   #msgBuf: Uint8Array = new Uint8Array(0);
 
@@ -54,7 +58,32 @@ export class SignatureCache {
     return this.#entries;
   }
 
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** The arena, for reading a stored field (see fieldAt). */
+  get arena(): DataView {
+    return this.#av;
+  }
+
+  /**
+   * Where the bytes of field f of the last entry found start in the arena, and their count in
+   * `fieldBytes` (-1 absent): a text seen in an accepted message, valid until the next clear().
+   */
+  fieldAt(f: number): number {
+    const av = this.#av;
+    let o = this.#found!.at;
+    for (let i = 0; i < f; i++) o += 4 + Math.max(0, av.getInt32(o, true));
+    this.fieldBytes = av.getInt32(o, true);
+    return o + 4;
+  }
+
+  fieldBytes = -1;
+
   clear(): void {
+    this.#generation++;
+    this.#found = null;
     this.#buckets = new Map();
     this.#full = false;
     this.#used = 0;
@@ -80,8 +109,17 @@ export class SignatureCache {
     this.#hash = h;
     const b = this.#buckets.get(h);
     if (b === undefined) return undefined;
-    if (!Array.isArray(b)) return this.#same(b.at, mv, spans) ? b.leaf : undefined;
-    for (let i = 0; i < b.length; i++) if (this.#same(b[i]!.at, mv, spans)) return b[i]!.leaf;
+    if (!Array.isArray(b)) {
+      if (!this.#same(b.at, mv, spans)) return undefined;
+      this.#found = b;
+      return b.leaf;
+    }
+    for (let i = 0; i < b.length; i++) {
+      if (this.#same(b[i]!.at, mv, spans)) {
+        this.#found = b[i]!;
+        return b[i]!.leaf;
+      }
+    }
     return undefined;
   }
 
