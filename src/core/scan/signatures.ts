@@ -201,8 +201,8 @@ export class SignatureCache {
   }
 }
 
-/** Fields hashed whole up to this many bytes; longer ones by SAMPLES words spread over them (first and last included). */
-const SHORT = 32;
+/** Fields hashed whole up to this many bytes (Ceilometer ids of 38 among them); longer ones by SAMPLES words spread over them (first and last included). */
+const SHORT = 64;
 const SAMPLES = 16;
 
 function mix(h: number, x: number): number {
