@@ -153,9 +153,13 @@ export class SignatureCache {
       const len = s < 0 ? -1 : spans[f + 1]! - s;
       this.#av.setInt32(o, len, true);
       o += 4;
-      if (len > 0) {
+      if (len > 64) {
         this.#arena.set(buf.subarray(s, s + len), o);
         o += len;
+      } else {
+        // A short field: a loop is cheaper than the view subarray() makes.
+        const arena = this.#arena;
+        for (let i = s; i < s + len; i++) arena[o++] = buf[i]!;
       }
     }
     this.#used = o;
