@@ -19,10 +19,12 @@ export { MAX_ELEMENT_DEAD_LETTERS, parseMessage, type ParsedMessage } from './fo
 export const DECODER_DICTIONARY_BYTES = 128 * 1024 * 1024;
 
 /**
- * Bytes of message signatures the fast path keeps (scan/signatures.ts): about 70,000 seed-000 Monasca
- * series (a signature is about 490 bytes with its entry); a full cache starts over.
+ * Estimated bytes of message signatures the fast path keeps (scan/signatures.ts): about 165,000
+ * seed-000 Monasca series (405 bytes each), so the default MAX_SERIES of them fits and the cache does
+ * not start over (and re-learn) in a loop; half the dictionary's bound, as a signature is about half
+ * a dictionary entry.
  */
-export const DECODER_SIGNATURE_BYTES = 32 * 1024 * 1024;
+export const DECODER_SIGNATURE_BYTES = 64 * 1024 * 1024;
 
 export interface DecoderOptions {
   /** Series the dictionary holds before it starts over (default 1e6). */
