@@ -251,3 +251,29 @@ t.test('the generator\'s stream (runs of one agent\'s dimensions), partly mutate
   t.equal(mismatches, 0, `${n} points, ${accepted} accepted: fast path = slow path`);
   t.ok(fast.scanned >= accepted * 0.8, `the fast path took ${fast.scanned} of the ${accepted} accepted records`);
 });
+
+t.test('a long run of new series (the fast path goes sparse), then known ones: results equal, and the fast path comes back', async (t) => {
+  const s = settings();
+  const fast = new Decoder(s);
+  const slow = new Decoder(s, { scan: false });
+  const msg = (name: string, i: number): string =>
+    `{"metric":{"name":"${name}","dimensions":{"host":"h${i % 7}","zone":"z"},"timestamp":${1_700_000_000_000 + i},"value":${i % 100}},"meta":{"tenantId":"t","region":"r"}}`;
+  let mismatches = 0;
+  const run = (names: (i: number) => string, from: number, to: number): { ok: number; scanned: number } => {
+    const before = fast.scanned;
+    let ok = 0;
+    for (let b = from; b < to; b += 1000) {
+      const { buffer, offsets } = pack(Array.from({ length: 1000 }, (_, k) => msg(names(b + k), b + k)));
+      const r = fast.decodeBatch(buffer.slice(0), offsets.slice(), 0);
+      const r0 = slow.decodeBatch(buffer.slice(0), offsets.slice(), 0);
+      ok += r0.ok;
+      if (!same(t, r, r0, `batch at ${b}`)) mismatches++;
+    }
+    return { ok, scanned: fast.scanned - before };
+  };
+  const fresh = run((i) => `new.${i}`, 0, 40_000);
+  t.equal(fresh.scanned, 0, `${fresh.ok} records of new series: none known`);
+  const known = run((i) => `known.${i % 500}`, 40_000, 100_000);
+  t.equal(mismatches, 0, 'fast path = slow path throughout');
+  t.ok(known.scanned >= known.ok / 2, `then 500 series over and over: the fast path took ${known.scanned} of ${known.ok}`);
+});

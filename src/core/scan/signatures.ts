@@ -5,13 +5,15 @@
 // the same series. A signature is learnt only from a message the slow path accepted, so a hit needs
 // no check of those fields at all: no strings, no sorting, no interning. Different texts of one
 // series (other whitespace, other key order) are separate signatures of the same leaf.
-// Signatures live in one arena buffer and are compared four bytes a step (DataView reads: the message
-// bytes are not aligned). Long fields are hashed from samples (every candidate is compared in full
+// Signatures live in arena chunks (never moved: a growing arena's copies were the largest cost of
+// learning) and are compared four bytes a step (DataView reads: the message bytes are not aligned). Long fields are hashed from samples (every candidate is compared in full
 // anyway); a cache where one hash gathers MAX_CHAIN signatures hashes every byte from then on.
 import type { SeriesLeaf } from '../intern.js';
 
 interface Entry {
-  /** Where the signature starts in the arena: each field's length (-1 absent) as an Int32, then its bytes. */
+  /** The arena chunk holding it. */
+  readonly view: DataView;
+  /** Where the signature starts in its chunk: each field's length (-1 absent) as an Int32, then its bytes. */
   readonly at: number;
   readonly leaf: SeriesLeaf;
 }
@@ -25,11 +27,18 @@ const MAX_CHAIN = 8;
 /** Per entry beyond its bytes: the entry object, its map slot or array element. */
 const ENTRY_OVERHEAD = 64;
 
+/** Arena chunks start at FIRST_CHUNK bytes and double up to CHUNK (a larger signature gets a chunk of its own). */
+const FIRST_CHUNK = 64 * 1024;
+const CHUNK = 1024 * 1024;
+
 export class SignatureCache {
   readonly #maxBytes: number;
   #buckets = new Map<number, Entry | Entry[]>();
-  #arena: Uint8Array;
-  #av: DataView;
+  #chunk: Uint8Array;
+  #cv: DataView;
+  /** Bytes used in the current chunk. */
+  #chunkUsed = 0;
+  /** Signature bytes held in all chunks. */
   #used = 0;
   #entries = 0;
   /** Hash of the last find(), for the learn() that may follow it. */
@@ -45,8 +54,8 @@ export class SignatureCache {
 
   constructor(maxBytes: number) {
     this.#maxBytes = maxBytes;
-    this.#arena = new Uint8Array(64 * 1024);
-    this.#av = new DataView(this.#arena.buffer);
+    this.#chunk = new Uint8Array(FIRST_CHUNK);
+    this.#cv = new DataView(this.#chunk.buffer);
   }
 
   /** Estimated bytes held (arena in use and entries). */
@@ -62,17 +71,17 @@ export class SignatureCache {
     return this.#generation;
   }
 
-  /** The arena, for reading a stored field (see fieldAt). */
-  get arena(): DataView {
-    return this.#av;
+  /** The arena chunk of the last entry found, for reading a stored field (see fieldAt). */
+  get foundView(): DataView {
+    return this.#found!.view;
   }
 
   /**
-   * Where the bytes of field f of the last entry found start in the arena, and their count in
-   * `fieldBytes` (-1 absent): a text seen in an accepted message, valid until the next clear().
+   * Where the bytes of field f of the last entry found start in its chunk (foundView), and their
+   * count in `fieldBytes` (-1 absent): a text seen in an accepted message.
    */
   fieldAt(f: number): number {
-    const av = this.#av;
+    const av = this.#found!.view;
     let o = this.#found!.at;
     for (let i = 0; i < f; i++) o += 4 + Math.max(0, av.getInt32(o, true));
     this.fieldBytes = av.getInt32(o, true);
@@ -88,9 +97,11 @@ export class SignatureCache {
     this.#full = false;
     this.#used = 0;
     this.#entries = 0;
-    if (this.#arena.length > 64 * 1024) {
-      this.#arena = new Uint8Array(64 * 1024);
-      this.#av = new DataView(this.#arena.buffer);
+    // A fresh chunk, not the old one rewritten: a hint may still read the old bytes (see FastPath).
+    if (this.#chunkUsed > 0) {
+      this.#chunk = new Uint8Array(FIRST_CHUNK);
+      this.#cv = new DataView(this.#chunk.buffer);
+      this.#chunkUsed = 0;
     }
   }
 
@@ -110,12 +121,12 @@ export class SignatureCache {
     const b = this.#buckets.get(h);
     if (b === undefined) return undefined;
     if (!Array.isArray(b)) {
-      if (!this.#same(b.at, mv, spans)) return undefined;
+      if (!this.#same(b, mv, spans)) return undefined;
       this.#found = b;
       return b.leaf;
     }
     for (let i = 0; i < b.length; i++) {
-      if (this.#same(b[i]!.at, mv, spans)) {
+      if (this.#same(b[i]!, mv, spans)) {
         this.#found = b[i]!;
         return b[i]!.leaf;
       }
@@ -140,31 +151,32 @@ export class SignatureCache {
       this.clear();
       return;
     }
-    if (this.#used + n > this.#arena.length) {
-      const grown = new Uint8Array(Math.max(2 * this.#arena.length, this.#used + n));
-      grown.set(this.#arena.subarray(0, this.#used));
-      this.#arena = grown;
-      this.#av = new DataView(grown.buffer);
+    if (this.#chunkUsed + n > this.#chunk.length) {
+      this.#chunk = new Uint8Array(Math.max(Math.min(2 * this.#chunk.length, CHUNK), n));
+      this.#cv = new DataView(this.#chunk.buffer);
+      this.#chunkUsed = 0;
     }
-    const at = this.#used;
+    const chunk = this.#chunk;
+    const view = this.#cv;
+    const at = this.#chunkUsed;
     let o = at;
     for (let f = 0; f < spans.length; f += 2) {
       const s = spans[f]!;
       const len = s < 0 ? -1 : spans[f + 1]! - s;
-      this.#av.setInt32(o, len, true);
+      view.setInt32(o, len, true);
       o += 4;
       if (len > 64) {
-        this.#arena.set(buf.subarray(s, s + len), o);
+        chunk.set(buf.subarray(s, s + len), o);
         o += len;
       } else {
         // A short field: a loop is cheaper than the view subarray() makes.
-        const arena = this.#arena;
-        for (let i = s; i < s + len; i++) arena[o++] = buf[i]!;
+        for (let i = s; i < s + len; i++) chunk[o++] = buf[i]!;
       }
     }
-    this.#used = o;
+    this.#chunkUsed = o;
+    this.#used += n;
     this.#entries++;
-    const entry: Entry = { at, leaf };
+    const entry: Entry = { view, at, leaf };
     if (b === undefined) this.#buckets.set(this.#hash, entry);
     else if (Array.isArray(b)) b.push(entry);
     else this.#buckets.set(this.#hash, [b, entry]);
@@ -179,7 +191,7 @@ export class SignatureCache {
     }
     this.#buckets.clear();
     for (const e of all) {
-      const h = hashEntry(this.#av, e.at, fields);
+      const h = hashEntry(e.view, e.at, fields);
       const b = this.#buckets.get(h);
       if (b === undefined) this.#buckets.set(h, e);
       else if (Array.isArray(b)) b.push(e);
@@ -187,9 +199,9 @@ export class SignatureCache {
     }
   }
 
-  #same(at: number, mv: DataView, spans: Int32Array): boolean {
-    const av = this.#av;
-    let o = at;
+  #same(e: Entry, mv: DataView, spans: Int32Array): boolean {
+    const av = e.view;
+    let o = e.at;
     for (let f = 0; f < spans.length; f += 2) {
       const s = spans[f]!;
       const len = s < 0 ? -1 : spans[f + 1]! - s;
