@@ -1,47 +1,42 @@
 // Decode a packed batch and pre-aggregate it into (series, window) partials.
 // Pure and synchronous: runs in a worker, or on the main thread when WORKER_THREADS=0.
 
-import { isUtf8 } from 'node:buffer';
 import { extractorFor, type Extractor } from './formats/index.js';
+import { ElementRejects, parseMessage } from './formats/parse.js';
 import { CELL, DECODER_DEFAULTS, validateDecoderSettings, type DecodeResult, type DecoderSettings, type Reject, type WireResult } from './messages.js';
 import { RecordError, eventTimeLimit, isPlainObject, safeStringify, show, type FieldLimits, type SampleRecord } from './record.js';
 import { SeriesInterner, type SeriesLeaf } from './intern.js';
+import { FastPath, SCAN } from './scan/index.js';
 import { bucketCode, logGammaOf } from './sketch.js';
 import { windowStart } from './window.js';
 
-/** escapes: the message contains "\u", the only way JSON text yields U+0000 or an unpaired surrogate. */
-export type ParsedMessage = { ok: true; value: unknown; escapes: boolean } | { ok: false; reason: Reject['reason']; detail: string };
-
-export function parseMessage(buf: Buffer, start: number, end: number, maxBytes: number): ParsedMessage {
-  const len = end - start;
-  if (len === 0) return { ok: false, reason: 'empty_message', detail: 'message: empty value (tombstone or blank line)' };
-  if (len > maxBytes) {
-    return { ok: false, reason: 'too_large', detail: `message: ${len} bytes, more than MAX_MESSAGE_BYTES=${maxBytes}` };
-  }
-  const view = buf.subarray(start, end);
-  if (!isUtf8(view)) return { ok: false, reason: 'invalid_utf8', detail: 'message: not valid UTF-8' };
-  try {
-    const text = buf.toString('utf8', start, end);
-    return { ok: true, value: JSON.parse(text), escapes: text.indexOf('\\u') !== -1 };
-  } catch (err) {
-    // Deep nesting surfaces as a RangeError from the parser: still a malformed message, not a crash.
-    const msg = err instanceof Error ? err.message : String(err);
-    return { ok: false, reason: 'malformed_json', detail: `message: ${msg}` };
-  }
-}
-
-/**
- * Element dead letters one JSON-array message may produce; the rest of its rejected elements become
- * one summary entry (counts by reason), so a 1 MiB message of 500,000 bad elements cannot turn into
- * 500,000 dead letters.
- */
-export const MAX_ELEMENT_DEAD_LETTERS = 100;
+export { MAX_ELEMENT_DEAD_LETTERS, parseMessage, type ParsedMessage } from './formats/parse.js';
 
 /**
  * Estimated bytes of interned series a decoder keeps before it starts a new dictionary: about 200,000
  * seed-000 Monasca series (twice the default MAX_SERIES), a quarter of the default WORKER_MAX_MEMORY_MB.
  */
 export const DECODER_DICTIONARY_BYTES = 128 * 1024 * 1024;
+
+/**
+ * Estimated bytes of message signatures the fast path keeps (scan/signatures.ts): about 165,000
+ * seed-000 Monasca series (405 bytes each), so the default MAX_SERIES of them fits and the cache does
+ * not start over (and re-learn) in a loop; half the dictionary's bound, as a signature is about half
+ * a dictionary entry.
+ */
+export const DECODER_SIGNATURE_BYTES = 64 * 1024 * 1024;
+
+export interface DecoderOptions {
+  /** Series the dictionary holds before it starts over (default 1e6). */
+  readonly maxDictionary?: number;
+  /** Estimated bytes of the dictionary before it starts over (default DECODER_DICTIONARY_BYTES). */
+  readonly maxDictionaryBytes?: number;
+  /**
+   * The byte-level fast path for plain messages of known series (src/core/scan; default on). Off,
+   * every message goes through JSON.parse: the reference the fast path is tested against.
+   */
+  readonly scan?: boolean;
+}
 
 type OnRecord = (rec: SampleRecord, msg: number, elem: number, raw: unknown, leaf: SeriesLeaf) => void;
 
@@ -59,8 +54,12 @@ export class Decoder {
   readonly #maxKnown: number;
   readonly #maxKnownBytes: number;
   readonly #maxSeriesKeyBytes: number;
+  readonly #fast: FastPath | null;
+  /** What a fast-path record hands to #decode's aggregation: only value and tsMs are set. */
+  readonly #fastRec: SampleRecord = { name: '', value: 0, tsMs: 0, unit: null, dims: [] };
+  #scanned = 0;
 
-  constructor(settings: DecoderSettings, opts: { maxDictionary?: number; maxDictionaryBytes?: number } = {}) {
+  constructor(settings: DecoderSettings, opts: DecoderOptions = {}) {
     validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
     this.#maxKnownBytes = opts.maxDictionaryBytes ?? DECODER_DICTIONARY_BYTES;
@@ -77,10 +76,24 @@ export class Decoder {
     };
     this.#extract = extractorFor(settings.format, limits);
     this.#extractText = extractorFor(settings.format, { ...limits, text: true });
+    this.#fast =
+      opts.scan === false
+        ? null
+        : FastPath.for(settings.format, {
+            maxMessageBytes: settings.maxMessageBytes,
+            eventTimeLimitMs: limits.eventTimeLimitMs,
+            maxFutureMs: settings.maxFutureMs,
+            maxSignatureBytes: DECODER_SIGNATURE_BYTES,
+          });
   }
 
   get settings(): DecoderSettings {
     return this.#settings;
+  }
+
+  /** Records the fast path accepted so far (the rest went through JSON.parse). */
+  get scanned(): number {
+    return this.#scanned;
   }
 
   /**
@@ -121,6 +134,8 @@ export class Decoder {
 
   #restart(): void {
     this.#interner.clear();
+    // Signatures point at the interner's leaves.
+    this.#fast?.clear();
     this.#dict = newDictId();
     this.#sent = 0;
   }
@@ -137,14 +152,31 @@ export class Decoder {
     onReject: (r: Reject) => void,
   ): number {
     this.#beginBatch();
-    return this.#each(buf, offsets, nowMs, (rec, msg, elem, raw, leaf) => onRecord(rec, msg, elem, raw, leaf.key), onReject);
+    return this.#each(buf, offsets, nowMs, (rec, msg, elem, raw, leaf) => onRecord(rec, msg, elem, raw, leaf.key), onReject, null);
   }
 
-  #each(buf: Buffer, offsets: Uint32Array, nowMs: number, onRecord: OnRecord, onReject: (r: Reject) => void): number {
+  /** With `fast`, a message it accepts reaches onRecord with only rec.value and rec.tsMs set, and raw undefined. */
+  #each(buf: Buffer, offsets: Uint32Array, nowMs: number, onRecord: OnRecord, onReject: (r: Reject) => void, fast: FastPath | null): number {
     let records = 0;
     const n = offsets.length - 1;
     for (let i = 0; i < n; i++) {
-      const parsed = parseMessage(buf, offsets[i]!, offsets[i + 1]!, this.#settings.maxMessageBytes);
+      const start = offsets[i]!;
+      const end = offsets[i + 1]!;
+      let learn = false;
+      if (fast !== null) {
+        const got = fast.scan(buf, start, end, nowMs);
+        if (got === SCAN.HIT) {
+          records++;
+          this.#scanned++;
+          const rec = this.#fastRec;
+          rec.value = fast.value;
+          rec.tsMs = fast.tsMs;
+          onRecord(rec, i, -1, undefined, fast.leaf!);
+          continue;
+        }
+        learn = got === SCAN.MISS;
+      }
+      const parsed = parseMessage(buf, start, end, this.#settings.maxMessageBytes);
       if (!parsed.ok) {
         records++;
         onReject({ msg: i, elem: -1, reason: parsed.reason, detail: parsed.detail });
@@ -152,38 +184,16 @@ export class Decoder {
       }
       const v = parsed.value;
       if (Array.isArray(v)) {
-        let shown = 0;
-        let counts: Partial<Record<Reject['reason'], number>> | null = null;
-        let more = 0;
-        const capped = (r: Reject): void => {
-          if (shown < MAX_ELEMENT_DEAD_LETTERS) {
-            shown++;
-            onReject(r);
-            return;
-          }
-          counts ??= {};
-          counts[r.reason] = (counts[r.reason] ?? 0) + 1;
-          more++;
-        };
+        const capped = new ElementRejects(i, onReject);
         for (let j = 0; j < v.length; j++) {
           records++;
-          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, capped);
+          this.#visit(v[j], i, j, nowMs, parsed.escapes, onRecord, capped.add);
         }
-        if (counts !== null) {
-          const c: Partial<Record<Reject['reason'], number>> = counts;
-          const [top] = Object.entries(c).sort((a, b) => b[1] - a[1])[0]! as [Reject['reason'], number];
-          const list = Object.entries(c).map(([k, n]) => `${k} ${n}`).join(', ');
-          onReject({
-            msg: i,
-            elem: -1,
-            reason: top,
-            detail: `message: ${more} more rejected elements beyond the first ${MAX_ELEMENT_DEAD_LETTERS} (${list}); this entry stands for all of them`,
-            counts: c,
-          });
-        }
+        capped.finish();
       } else {
         records++;
-        this.#visit(v, i, -1, nowMs, parsed.escapes, onRecord, onReject);
+        const leaf = this.#visit(v, i, -1, nowMs, parsed.escapes, onRecord, onReject);
+        if (learn && leaf !== null) fast!.learn(buf, leaf);
       }
     }
     return records;
@@ -197,7 +207,7 @@ export class Decoder {
     escapes: boolean,
     onRecord: OnRecord,
     onReject: (r: Reject) => void,
-  ): void {
+  ): SeriesLeaf | null {
     let rec: SampleRecord;
     let leaf: SeriesLeaf;
     try {
@@ -210,9 +220,10 @@ export class Decoder {
       // An element nested too deep to re-serialise is dead-lettered as its whole message instead.
       const raw = elem >= 0 ? safeStringify(v) : undefined;
       onReject(raw === undefined ? r : { ...r, raw });
-      return;
+      return null;
     }
     onRecord(rec, msg, elem, v, leaf);
+    return leaf;
   }
 
   /**
@@ -256,7 +267,8 @@ export class Decoder {
     const stamp = ++this.#batchNo;
     const leaves: SeriesLeaf[] = [];
     const series: string[] = [];
-    // A series rarely spans two windows in a batch: its leaf holds the cell of its last window, and the others are found here.
+    // A series rarely spans two windows in a batch: its leaf holds the cell of its current window, and
+    // only a series that moves to another window puts the cell it leaves here (most batches never build a key).
     const otherCells = new Map<string, number>();
     let cells = new Float64Array(CELL.STRIDE * 64);
     let nCells = 0;
@@ -286,8 +298,11 @@ export class Decoder {
         if (leaf.lastWindow === ws) {
           c = leaf.lastCell;
         } else {
-          const k2 = `${s}:${ws}`;
-          const found = leaf.lastCell === -1 ? undefined : otherCells.get(k2);
+          let found: number | undefined;
+          if (leaf.lastCell !== -1) {
+            otherCells.set(`${s}:${leaf.lastWindow}`, leaf.lastCell);
+            found = otherCells.get(`${s}:${ws}`);
+          }
           if (found !== undefined) {
             c = found;
           } else {
@@ -308,7 +323,6 @@ export class Decoder {
             cells[o + CELL.SUM] = 0;
             cells[o + CELL.TS_MIN] = Infinity;
             cells[o + CELL.TS_MAX] = -Infinity;
-            otherCells.set(k2, c);
             sketches?.push(new Map());
           }
           leaf.lastWindow = ws;
@@ -339,6 +353,7 @@ export class Decoder {
         ok++;
       },
       (r) => rejects.push(r),
+      this.#fast,
     );
 
     const packed = sketches === null ? {} : packSketches(sketches);
