@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { BatchBuilder } from '../core/batch.js';
 import { StreamstatsError } from '../errors.js';
+import { BufferRecycler } from './recycle.js';
 import { JsonSplitter } from './splitter.js';
 import type { Progress, PullSource, SourceBatch } from './types.js';
 
@@ -46,12 +47,13 @@ export class StreamSource implements PullSource {
   }
 
   async *batches(): AsyncIterable<SourceBatch> {
-    const builder = new BatchBuilder(Math.min(this.opts.batchMaxBytes, 1 << 20));
+    const recycler = new BufferRecycler();
+    const builder = new BatchBuilder(Math.min(this.opts.batchMaxBytes, 1 << 20), recycler.allocate);
     const ready: SourceBatch[] = [];
     const splitter = new JsonSplitter(this.opts.maxMessageBytes, (msg) => {
       builder.push(msg);
       if (builder.count >= this.opts.batchSize || builder.bytes >= this.opts.batchMaxBytes) {
-        ready.push({ partition: 0, ...builder.take() });
+        ready.push(recycler.track({ partition: 0, ...builder.take() }));
       }
     });
     const stream = this.open();
@@ -63,7 +65,7 @@ export class StreamSource implements PullSource {
         if (this.#stopped) return;
       }
       splitter.end();
-      if (builder.count > 0) ready.push({ partition: 0, ...builder.take() });
+      if (builder.count > 0) ready.push(recycler.track({ partition: 0, ...builder.take() }));
       while (ready.length > 0) yield ready.shift()!;
     } finally {
       if (stream !== process.stdin) stream.destroy?.();

@@ -2,6 +2,7 @@
 // values 0..999, the production-like dimension set, one point per message. Deterministic per seed.
 import { sleep } from '../async/index.js';
 import { BatchBuilder } from '../core/batch.js';
+import { BufferRecycler } from './recycle.js';
 import type { GeneratorConfig } from '../config/index.js';
 import type { PullSource, Progress, SourceBatch } from './types.js';
 
@@ -132,7 +133,8 @@ export class GeneratorSource implements PullSource {
   }
 
   async *batches(): AsyncIterable<SourceBatch> {
-    const builder = new BatchBuilder(Math.min(this.batchMaxBytes, 1 << 20));
+    const recycler = new BufferRecycler();
+    const builder = new BatchBuilder(Math.min(this.batchMaxBytes, 1 << 20), recycler.allocate);
     const started = performance.now();
     const s = new PointStream(this.cfg);
     // The same bytes generatePoints would give, written in parts: no string per point is built (and
@@ -157,13 +159,13 @@ export class GeneratorSource implements PullSource {
       builder.end();
       if (builder.count >= this.batchSize || builder.bytes >= this.batchMaxBytes) {
         this.#done += builder.count;
-        yield { partition: 0, ...builder.take() };
+        yield recycler.track({ partition: 0, ...builder.take() });
         await this.#throttle(started);
       }
     }
     if (builder.count > 0 && !this.#stopped) {
       this.#done += builder.count;
-      yield { partition: 0, ...builder.take() };
+      yield recycler.track({ partition: 0, ...builder.take() });
     }
   }
 
