@@ -8,6 +8,7 @@
 // Alone: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_COMMIT, BASE_TREE, GEN_COUNT)
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCommit, givenTree, type BaseTree } from '../lib/base-tree.js';
@@ -124,7 +125,10 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
       variants.push(cli(base.dir, 'base-pool', `base commit ${base.commit}, worker pool`, {}, count, scratch.dir));
       variants.push(cli(base.dir, 'base-in-thread', `base commit ${base.commit}, in-thread (WORKER_THREADS=0)`, { WORKER_THREADS: '0' }, count, scratch.dir));
     }
+    // The load other work puts on the machine, before and after: it moves records/s (and CPU per record) a lot.
+    const loadBefore = loadavg()[1]!;
     const results = await alternate('throughput', variants, protocol, log);
+    const loadAfter = loadavg()[1]!;
     const group: Group = { id: 'default-job', title: 'Default job: pool, in-thread, whole-job baseline, base commit', variants: results, baseline: 'baseline' };
     const p = variant(group, 'pool');
     const t = variant(group, 'in-thread');
@@ -163,7 +167,12 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
       );
       headline += `; vs ${base.commit}: pool ${fmt.ratio(rps(p) / rps(bp))} rec/s at ${fmt.ratio(cpu(p) / cpu(bp))} CPU/rec`;
     }
-    lines.push('', `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, every variant once per round in the order of the table, medians.`, '');
+    lines.push(
+      '',
+      `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, every variant once per round in the order of the table, medians. ` +
+        `Load average (5 min) ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run, on ${variants.length} variants' worth of 2 CPUs: above 2, other work competed with every run.`,
+      '',
+    );
     return { group, base, markdown: lines.join('\n'), headline };
   } finally {
     base?.remove();
