@@ -60,9 +60,8 @@ export function cutFetch(partition: number, fetched: Fetched, o: FetchCutOptions
   };
   for (let i = 0; i < msgs.length; i++) {
     const m = msgs[i]!;
-    const ts = Number(m.timestamp);
-    if (builder.count === 0) firstTs = ts;
-    lastTs = ts;
+    // Only a batch's first and last timestamps are kept: parse no other.
+    if (builder.count === 0) firstTs = Number(m.timestamp);
     const attributes = (m as { attributes?: number }).attributes;
     if (attributes === REFUSED_RECORD_ATTRIBUTE && m.value !== null && m.value.length === 0) {
       // A stand-in for a record of a compressed batch refused by the decompression bound.
@@ -80,8 +79,13 @@ export function cutFetch(partition: number, fetched: Fetched, o: FetchCutOptions
     }
     positions.push(m.offset);
     keys.push(m.key ?? null);
-    if (i === msgs.length - 1) cut(Number(fetched.lastOffset()) + 1);
-    else if (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes) cut(Number(msgs[i + 1]!.offset));
+    if (i === msgs.length - 1) {
+      lastTs = Number(m.timestamp);
+      cut(Number(fetched.lastOffset()) + 1);
+    } else if (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes) {
+      lastTs = Number(m.timestamp);
+      cut(Number(msgs[i + 1]!.offset));
+    }
   }
   return out;
 }

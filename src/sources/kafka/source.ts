@@ -24,6 +24,7 @@ import { cutFetch } from './fetch.js';
 import { flushIdle } from './idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
+import { installFastRecords } from './records.js';
 import { restore } from './restore.js';
 import { GroupSession } from './session.js';
 import { Supervisor } from './supervisor.js';
@@ -76,6 +77,8 @@ export class KafkaSource {
     this.#o = { ...opts, logger };
     this.describe = `kafka:${kafka.topics.join(',')}`;
     registerCodecs(opts.intakeMaxBytes);
+    // Before the first fetch: kafkajs loads its fetch response decoder lazily (./records.ts).
+    if (!installFastRecords()) logger.debug('kafka: kafkajs fetch decoder already loaded, or not kafkajs 2.2.4: its own record decoding stays');
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
     this.#intake = new Intake({
       maxBytes: opts.intakeMaxBytes,
