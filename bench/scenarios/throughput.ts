@@ -170,7 +170,7 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
     lines.push(
       '',
       `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, every variant once per round in the order of the table, medians. ` +
-        `Load average (5 min) ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run, (2 CPUs: above 2, other work competed with every run).`,
+        `Load average (5 min) ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run (2 CPUs: above 2, other work competed with every run).`,
       '',
     );
     return { group, base, markdown: lines.join('\n'), headline };
