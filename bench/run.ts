@@ -16,11 +16,13 @@ import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
 import { queryScenario } from './scenarios/query.js';
 import { seed000Scenario } from './scenarios/seed000.js';
 import { sustainedScenario } from './scenarios/sustained.js';
+import { throughputScenario } from './scenarios/throughput.js';
 
 const SCENARIOS: readonly Scenario[] = [
   decodeScenario,
   poolScenario,
   seed000Scenario,
+  throughputScenario,
   ceilometerScenario,
   queryScenario,
   pgSinkScenario,
@@ -33,6 +35,8 @@ const SCENARIOS: readonly Scenario[] = [
 const ALIASES: Readonly<Record<string, string>> = {
   pool: 'pool-scaling',
   seed000: 'seed-000',
+  ratio: 'throughput',
+  issue14: 'throughput',
   ceilometer: 'ceilometer-ingest',
   memory: 'memory-per-series',
   kafka: 'kafka-e2e',

@@ -1,137 +1,206 @@
-// Issue 14's ratio run: the default job (generator, 690,000 seed-000 points, rows to a file) with the
-// worker pool, in-thread (WORKER_THREADS=0), and as the single-threaded whole-job baseline
-// (baseline-job.ts), plus, with BASE_TREE=/path/to/a/built/checkout, the same job of that commit side
-// by side (before/after). Every run is a fresh process under /usr/bin/time; the variants alternate
-// round by round and only medians are compared. Records/s is the program's own (elapsed from its
-// pipeline start); CPU is user + system of the whole process (all threads), per record.
-// Usage: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_TREE, GEN_COUNT)
+// Scenario 3b, issue 14's ratio run: the default job (generator, 690,000 seed-000 points, rows to a
+// file) with the worker pool, in-thread (WORKER_THREADS=0), and as the single-threaded whole-job
+// baseline (baseline-job.ts), plus the same job of a base commit built side by side in this run
+// (BASE_COMMIT=<rev>, default the issue's starting point 49b6812; BASE_TREE=/path for a tree built
+// already; BASE_COMMIT=none for no base). Every run is a fresh process under /usr/bin/time; the
+// variants alternate round by round and only medians are compared. Records/s is the program's own
+// (elapsed from its pipeline start); CPU is user + system of the whole process (all threads), per record.
+// Alone: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_COMMIT, BASE_TREE, GEN_COUNT)
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildCommit, givenTree, type BaseTree } from '../lib/base-tree.js';
+import { scratchDir } from '../lib/child.js';
+import { alternate, type Protocol, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
+import { ROOT, variant, type Group, type Scenario } from '../lib/scenario.js';
+import { fmt } from '../lib/stats.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const POINTS = 690_000;
+/** Issue 14 was measured on this commit: its "before". */
+export const DEFAULT_BASE_COMMIT = '49b6812';
+const TARGETS = { poolVsInThread: 1.7, poolVsBaseline: 3 };
 
-interface Run {
-  readonly recordsPerSecond: number;
+interface Timed {
+  readonly stdout: string;
+  readonly stderr: string;
   readonly cpuSeconds: number;
-  readonly records: number;
+  readonly maxRssBytes: number;
 }
 
-interface Variant {
-  readonly id: string;
-  readonly label: string;
-  readonly run: (dir: string) => Promise<Run>;
-}
-
-function timed(args: readonly string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string; cpuSeconds: number }> {
+function timed(args: readonly string[], env: Record<string, string>): Promise<Timed> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S %M', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
-      const m = /CPU ([\d.]+) ([\d.]+)\s*$/.exec(stderr);
+      const m = /CPU ([\d.]+) ([\d.]+) (\d+)\s*$/.exec(stderr);
       if (code !== 0 || m === null) reject(new Error(`${args.join(' ')} exited ${code}: ${stderr.slice(-500)}`));
-      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]) });
+      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]), maxRssBytes: Number(m[3]) * 1024 });
     });
   });
 }
 
-function cli(tree: string, id: string, label: string, vars: Record<string, string>, count: number): Variant {
+function sample(records: number, recordsPerSecond: number, elapsedSeconds: number, t: Timed): Sample {
+  return { recordsPerSecond, elapsedSeconds, peakRssBytes: t.maxRssBytes, extra: { cpuUsPerRecord: (t.cpuSeconds * 1e6) / records, records } };
+}
+
+function cli(tree: string, id: string, label: string, vars: Record<string, string>, count: number, dir: string): Variant {
   return {
     id,
     label,
-    run: async (dir) => {
+    config: { ...vars, GEN_COUNT: count, tree: tree === ROOT ? 'this tree' : 'base commit' },
+    run: async () => {
       const out = join(dir, `${id}.ndjson`);
       rmSync(out, { force: true });
-      const env = { METRICS_PORT: '0', SINK: `file:${out}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`, GEN_COUNT: String(count), PROGRESS: 'off', ...vars };
-      const r = await timed([join(tree, 'node_modules/.bin/node'), join(tree, 'dist/src/cli.js')], env);
-      const done = r.stderr.split('\n').find((l) => l.includes('"msg":"done"'));
+      const env = { METRICS_PORT: '0', SINK: `file:${out}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`, GEN_COUNT: String(count), PROGRESS: 'off', LOG_LEVEL: 'info', ...vars };
+      const t = await timed([join(ROOT, 'node_modules/.bin/node'), join(tree, 'dist/src/cli.js')], env);
+      const done = t.stderr.split('\n').find((l) => l.includes('"msg":"done"'));
       if (done === undefined) throw new Error(`${id}: no summary line`);
-      const s = (JSON.parse(done) as { summary: { records: number; recordsPerSecond: number; ok: number } }).summary;
+      const s = (JSON.parse(done) as { summary: { records: number; recordsPerSecond: number; elapsedSeconds: number; ok: number } }).summary;
       if (s.ok !== count) throw new Error(`${id}: ${s.ok} of ${count} records accepted`);
-      return { recordsPerSecond: s.recordsPerSecond, cpuSeconds: r.cpuSeconds, records: s.records };
+      return sample(s.records, s.recordsPerSecond, s.elapsedSeconds, t);
     },
   };
 }
 
-function baseline(count: number): Variant {
+function baseline(count: number, dir: string): Variant {
   return {
     id: 'baseline',
     label: 'single-threaded whole-job baseline (bench/scenarios/baseline-job.ts)',
-    run: async (dir) => {
-      const r = await timed([join(ROOT, 'node_modules/.bin/node'), join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
-      const j = JSON.parse(r.stdout) as { records: number; recordsPerSecond: number };
-      return { recordsPerSecond: j.recordsPerSecond, cpuSeconds: r.cpuSeconds, records: j.records };
+    config: { GEN_COUNT: count },
+    run: async () => {
+      const t = await timed([join(ROOT, 'node_modules/.bin/node'), join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
+      const j = JSON.parse(t.stdout) as { records: number; recordsPerSecond: number; elapsedSeconds: number };
+      return sample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
     },
   };
 }
 
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+function baseTree(log: (l: string) => void): BaseTree | null {
+  const given = process.env['BASE_TREE'];
+  if (given !== undefined && given !== '') return givenTree(given);
+  const rev = process.env['BASE_COMMIT'] ?? DEFAULT_BASE_COMMIT;
+  if (rev === '' || rev === 'none') return null;
+  return buildCommit(rev, log);
 }
 
-export async function runThroughput(rounds: number, count: number, baseTree: string | undefined, log: (l: string) => void): Promise<string> {
-  const variants: Variant[] = [
-    cli(ROOT, 'pool', 'worker pool (WORKER_THREADS=auto)', {}, count),
-    cli(ROOT, 'in-thread', 'in-thread (WORKER_THREADS=0)', { WORKER_THREADS: '0' }, count),
-    baseline(count),
-  ];
-  if (baseTree !== undefined) {
-    variants.push(cli(baseTree, 'base-pool', `base commit, worker pool (${baseTree})`, {}, count));
-    variants.push(cli(baseTree, 'base-in-thread', 'base commit, in-thread (WORKER_THREADS=0)', { WORKER_THREADS: '0' }, count));
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'streamstats-throughput-'));
-  const runs = new Map<string, Run[]>(variants.map((v) => [v.id, []]));
-  try {
-    // Round 0 is a discarded warm-up (file cache, JIT of the tools).
-    for (let r = 0; r <= rounds; r++) {
-      for (const v of variants) {
-        const x = await v.run(dir);
-        log(`round ${r}${r === 0 ? ' (warm-up)' : ''} ${v.id}: ${Math.round(x.recordsPerSecond)} rec/s, ${((x.cpuSeconds * 1e6) / x.records).toFixed(2)} us CPU/record`);
-        if (r > 0) runs.get(v.id)!.push(x);
-      }
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-  const med = new Map(variants.map((v) => {
-    const rs = runs.get(v.id)!;
-    return [v.id, { rps: median(rs.map((x) => x.recordsPerSecond)), cpu: median(rs.map((x) => (x.cpuSeconds * 1e6) / x.records)) }];
-  }));
-  const b = med.get('baseline')!;
-  const lines = [
-    `| variant | median records/s | ratio vs baseline | median CPU us/record (all threads) | CPU ratio vs baseline |`,
-    '|---|---:|---:|---:|---:|',
-    ...variants.map((v) => {
-      const m = med.get(v.id)!;
-      return `| ${v.label} | ${Math.round(m.rps).toLocaleString('en-US')} | ${(m.rps / b.rps).toFixed(2)}x | ${m.cpu.toFixed(2)} | ${(m.cpu / b.cpu).toFixed(2)}x |`;
-    }),
-  ];
-  const p = med.get('pool')!;
-  const t = med.get('in-thread')!;
-  lines.push('', `pool / in-thread: ${(p.rps / t.rps).toFixed(2)}x records/s; pool / baseline: ${(p.rps / b.rps).toFixed(2)}x.`);
-  const bp = med.get('base-pool');
-  const bt = med.get('base-in-thread');
-  if (bp !== undefined && bt !== undefined) {
-    lines.push(
-      `This tree / base commit: pool ${(p.rps / bp.rps).toFixed(2)}x records/s at ${(p.cpu / bp.cpu).toFixed(2)}x the CPU per record; ` +
-        `in-thread ${(t.rps / bt.rps).toFixed(2)}x records/s at ${(t.cpu / bt.cpu).toFixed(2)}x the CPU per record.`,
-    );
-  }
-  lines.push('', `${rounds} alternated rounds after one warm-up, ${count.toLocaleString('en-US')} points, medians.`);
-  return lines.join('\n');
+const cpu = (v: VariantResult): number => v.extra['cpuUsPerRecord']?.median ?? NaN;
+const rps = (v: VariantResult): number => v.recordsPerSecond.median;
+const met = (x: number, target: number): string => `${fmt.ratio(x)} (target ${target}x: **${x >= target ? 'met' : 'not met'}**)`;
+
+function table(results: readonly VariantResult[], base: VariantResult): string {
+  const rows = results.map((r) => {
+    const s = r.recordsPerSecond;
+    return `| ${r.label} | ${fmt.int(s.median)} | ${fmt.int(s.min)} | ${fmt.int(s.max)} | ${fmt.ratio(s.median / rps(base))} | ${cpu(r).toFixed(2)} | ${fmt.ratio(cpu(r) / cpu(base))} | ${fmt.mib(r.peakRssBytes.max)} |`;
+  });
+  return [
+    '| variant | median records/s | min | max | records/s vs baseline | median CPU us/record (all threads) | CPU vs baseline | peak RSS MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
 }
+
+export interface ThroughputOutcome {
+  readonly group: Group;
+  readonly base: BaseTree | null;
+  readonly markdown: string;
+  readonly headline: string;
+}
+
+export async function runThroughput(protocol: Protocol, count: number, title: string, log: (l: string) => void): Promise<ThroughputOutcome> {
+  const scratch = scratchDir('throughput');
+  const base = baseTree(log);
+  try {
+    const variants: Variant[] = [
+      cli(ROOT, 'pool', 'worker pool (WORKER_THREADS=auto)', {}, count, scratch.dir),
+      cli(ROOT, 'in-thread', 'in-thread (WORKER_THREADS=0)', { WORKER_THREADS: '0' }, count, scratch.dir),
+      baseline(count, scratch.dir),
+    ];
+    if (base !== null) {
+      variants.push(cli(base.dir, 'base-pool', `base commit ${base.commit}, worker pool`, {}, count, scratch.dir));
+      variants.push(cli(base.dir, 'base-in-thread', `base commit ${base.commit}, in-thread (WORKER_THREADS=0)`, { WORKER_THREADS: '0' }, count, scratch.dir));
+    }
+    // The load other work puts on the machine, before and after: it moves records/s (and CPU per record) a lot.
+    const loadBefore = loadavg()[1]!;
+    const results = await alternate('throughput', variants, protocol, log);
+    const loadAfter = loadavg()[1]!;
+    const group: Group = { id: 'default-job', title: 'Default job: pool, in-thread, whole-job baseline, base commit', variants: results, baseline: 'baseline' };
+    const p = variant(group, 'pool');
+    const t = variant(group, 'in-thread');
+    const b = variant(group, 'baseline');
+    const lines = [
+      `## ${title}`,
+      '',
+      `The default job (\`npx streamstats\` with nothing set: the generator's ${fmt.int(count)} seed-000 Monasca points, one-minute windows, rows to a file) ` +
+        'with the worker pool, in-thread, and as the single-threaded whole-job baseline (`bench/scenarios/baseline-job.ts`: the same messages, ' +
+        'JSON.parse, name + sorted dimensions keyed by `JSON.stringify`, one accumulator per (series, window), the same rows to a file, on one thread; ' +
+        'no validation, dead letters, metrics or commits).' +
+        (base === null ? '' : ` The same job of base commit ${base.commit} ("${base.subject}") runs side by side: built by the scenario itself into a temporary worktree ` +
+          '(`BASE_COMMIT=<rev>`, default the commit issue 14 was measured on).') +
+        ' CPU is user + system of the whole process (all threads, `/usr/bin/time`) per record: on a shared 2-core machine it is much steadier than records/s.',
+      '',
+      table(results, b),
+      '',
+      '**Issue 14 targets** (ratios of median records/s in this run):',
+      '',
+      `- pool / in-thread: ${met(rps(p) / rps(t), TARGETS.poolVsInThread)}`,
+      `- pool / single-threaded whole-job baseline: ${met(rps(p) / rps(b), TARGETS.poolVsBaseline)}`,
+      `- CPU per record, pool / baseline: ${fmt.ratio(cpu(p) / cpu(b))}; in-thread / baseline: ${fmt.ratio(cpu(t) / cpu(b))}`,
+    ];
+    let headline = `throughput: pool ${fmt.int(rps(p))} rec/s (${cpu(p).toFixed(2)} us CPU/rec), in-thread ${fmt.int(rps(t))}, baseline ${fmt.int(rps(b))}; pool/in-thread ${fmt.ratio(rps(p) / rps(t))}, pool/baseline ${fmt.ratio(rps(p) / rps(b))}`;
+    if (base !== null) {
+      const bp = variant(group, 'base-pool');
+      const bt = variant(group, 'base-in-thread');
+      lines.push(
+        '',
+        `**Before and after** (base commit ${base.commit} against this tree, same run):`,
+        '',
+        '| | base commit records/s | this tree records/s | ratio | base CPU us/record | this tree CPU us/record | CPU ratio |',
+        '|---|---:|---:|---:|---:|---:|---:|',
+        `| worker pool | ${fmt.int(rps(bp))} | ${fmt.int(rps(p))} | ${fmt.ratio(rps(p) / rps(bp))} | ${cpu(bp).toFixed(2)} | ${cpu(p).toFixed(2)} | ${fmt.ratio(cpu(p) / cpu(bp))} |`,
+        `| in-thread | ${fmt.int(rps(bt))} | ${fmt.int(rps(t))} | ${fmt.ratio(rps(t) / rps(bt))} | ${cpu(bt).toFixed(2)} | ${cpu(t).toFixed(2)} | ${fmt.ratio(cpu(t) / cpu(bt))} |`,
+      );
+      headline += `; vs ${base.commit}: pool ${fmt.ratio(rps(p) / rps(bp))} rec/s at ${fmt.ratio(cpu(p) / cpu(bp))} CPU/rec`;
+    }
+    lines.push(
+      '',
+      `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, every variant once per round in the order of the table, medians. ` +
+        `Load average (5 min) ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the run (2 CPUs: above 2, other work competed with every run).`,
+      '',
+    );
+    return { group, base, markdown: lines.join('\n'), headline };
+  } finally {
+    base?.remove();
+    scratch.remove();
+  }
+}
+
+export const throughputScenario: Scenario = {
+  id: 'throughput',
+  order: 3.5,
+  title: 'Scenario 3b: default job, pool against in-thread, the whole-job baseline and a base commit (issue 14)',
+  async run(ctx) {
+    // Quick: 3 measured rounds of 5 variants (about 2 minutes); full: the runner's protocol.
+    const protocol: Protocol = ctx.mode === 'quick' ? { warmup: 1, runs: 3 } : ctx.protocol;
+    const count = Number(process.env['GEN_COUNT'] ?? POINTS);
+    const r = await runThroughput(protocol, count, this.title, ctx.log);
+    return {
+      config: { GEN_COUNT: count, baseCommit: r.base === null ? 'none' : r.base.commit, 'protocol.warmup': protocol.warmup, 'protocol.runs': protocol.runs },
+      groups: [r.group],
+      markdown: r.markdown,
+      headline: [r.headline],
+    };
+  },
+};
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const rounds = Number(process.argv[2] ?? 5);
-  const count = Number(process.env['GEN_COUNT'] ?? 690_000);
-  const text = await runThroughput(rounds, count, process.env['BASE_TREE'], (l) => process.stderr.write(`${l}\n`));
-  process.stdout.write(`${text}\n`);
+  const runs = Number(process.argv[2] ?? 5);
+  const count = Number(process.env['GEN_COUNT'] ?? POINTS);
+  const r = await runThroughput({ warmup: 1, runs }, count, 'Default job ratio run', (l) => process.stderr.write(`${l}\n`));
+  process.stdout.write(`${r.markdown}\n`);
 }

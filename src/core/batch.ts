@@ -24,6 +24,11 @@ export interface Batch {
    * dead letters are too_large, keep what the batch holds and say how big the original was.
    */
   readonly oversized?: ReadonlyMap<number, { readonly bytes: number; readonly detail?: string }>;
+  /**
+   * Called by the engine once it is done with the batch's bytes (applied, dead letters made), so the
+   * source may reuse the memory; at most once, and not at all is fine (the memory is then collected).
+   */
+  readonly release?: () => void;
 }
 
 export function messageCount(b: Pick<Batch, 'offsets'>): number {
@@ -48,7 +53,11 @@ export class BatchBuilder {
   /** Capacity of the next batch's buffer: what the last batch needed, so a steady stream never regrows. */
   #capacity: number;
 
-  constructor(initialBytes = 64 * 1024) {
+  /** allocate: a fresh or reused shared buffer of at least the given size (a source may recycle them). */
+  constructor(
+    initialBytes = 64 * 1024,
+    private readonly allocate: (bytes: number) => Buffer = sharedBuffer,
+  ) {
     this.#capacity = Math.max(16, initialBytes);
     this.#buf = EMPTY;
   }
@@ -146,7 +155,7 @@ export class BatchBuilder {
     if (this.#len + n <= this.#buf.length) return;
     let size = Math.max(this.#buf.length * 2, this.#capacity);
     while (size < this.#len + n) size *= 2;
-    const grown = sharedBuffer(size);
+    const grown = this.allocate(size);
     this.#buf.copy(grown, 0, 0, this.#len);
     this.#buf = grown;
   }

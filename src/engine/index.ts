@@ -144,6 +144,8 @@ export class Engine {
       } catch (err) {
         this.#fail(err);
       } finally {
+        // Nothing of the engine reads the batch's bytes after its apply: the source may reuse them.
+        batch.release?.();
         this.#pending.release();
       }
     });

@@ -1,8 +1,9 @@
 // File and stdin: NDJSON or top-level JSON arrays, streamed (only the current chunk and element are held).
-import { createReadStream, statSync } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { statSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { BatchBuilder } from '../core/batch.js';
 import { StreamstatsError } from '../errors.js';
+import { BufferRecycler } from './recycle.js';
 import { JsonSplitter } from './splitter.js';
 import type { Progress, PullSource, SourceBatch } from './types.js';
 
@@ -18,7 +19,7 @@ export class StreamSource implements PullSource {
 
   constructor(
     readonly describe: string,
-    private readonly open: () => Readable,
+    private readonly open: () => AsyncIterable<Buffer> & { destroy?: () => void },
     private readonly totalBytes: number | null,
     private readonly opts: StreamSourceOptions,
   ) {}
@@ -30,11 +31,11 @@ export class StreamSource implements PullSource {
     } catch (err) {
       throw new StreamstatsError('STREAMSTATS_SOURCE', `SOURCE=file:${path}: cannot read the file (${(err as Error).message})`, { cause: err });
     }
-    return new StreamSource(`file:${path}`, () => createReadStream(path, { highWaterMark: 1 << 20 }), size, opts);
+    return new StreamSource(`file:${path}`, () => readChunks(path), size, opts);
   }
 
   static stdin(opts: StreamSourceOptions): StreamSource {
-    return new StreamSource('stdin', () => process.stdin, null, opts);
+    return new StreamSource('stdin', () => process.stdin as AsyncIterable<Buffer>, null, opts);
   }
 
   progress(): Progress {
@@ -46,27 +47,61 @@ export class StreamSource implements PullSource {
   }
 
   async *batches(): AsyncIterable<SourceBatch> {
-    const builder = new BatchBuilder(Math.min(this.opts.batchMaxBytes, 1 << 20));
+    const recycler = new BufferRecycler();
+    const builder = new BatchBuilder(Math.min(this.opts.batchMaxBytes, 1 << 20), recycler.allocate);
     const ready: SourceBatch[] = [];
     const splitter = new JsonSplitter(this.opts.maxMessageBytes, (msg) => {
       builder.push(msg);
       if (builder.count >= this.opts.batchSize || builder.bytes >= this.opts.batchMaxBytes) {
-        ready.push({ partition: 0, ...builder.take() });
+        ready.push(recycler.track({ partition: 0, ...builder.take() }));
       }
     });
     const stream = this.open();
     try {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
+      for await (const chunk of stream) {
         this.#bytes += chunk.length;
         splitter.push(chunk);
         while (ready.length > 0) yield ready.shift()!;
         if (this.#stopped) return;
       }
       splitter.end();
-      if (builder.count > 0) ready.push({ partition: 0, ...builder.take() });
+      if (builder.count > 0) ready.push(recycler.track({ partition: 0, ...builder.take() }));
       while (ready.length > 0) yield ready.shift()!;
     } finally {
-      if (stream !== process.stdin) stream.destroy();
+      if (stream !== process.stdin) stream.destroy?.();
     }
+  }
+}
+
+const CHUNK_BYTES = 1 << 20;
+
+/**
+ * The file in 1 MiB chunks read into two buffers taken in turn, the next read under way while the
+ * splitter works on the current chunk. A stream would allocate a fresh buffer per read: 1 MiB of
+ * external memory a chunk, which the main thread's GC answers with full collections (measured: see
+ * docs/measurements.md, issue 14, "Seed 001 at 15 M"). The splitter copies what it keeps of a chunk,
+ * so a buffer is refilled only after its chunk has been pushed.
+ */
+async function* readChunks(path: string): AsyncGenerator<Buffer> {
+  const fh: FileHandle = await open(path, 'r');
+  const bufs = [Buffer.allocUnsafeSlow(CHUNK_BYTES), Buffer.allocUnsafeSlow(CHUNK_BYTES)];
+  let pending: Promise<{ bytesRead: number }> | null = null;
+  try {
+    let k = 0;
+    pending = fh.read(bufs[0]!, 0, CHUNK_BYTES, null);
+    for (;;) {
+      const { bytesRead } = await pending;
+      pending = null;
+      if (bytesRead === 0) return;
+      const cur = bufs[k]!;
+      k ^= 1;
+      // Reads of one FileHandle go in order (null position: the file's own), one at a time here.
+      pending = fh.read(bufs[k]!, 0, CHUNK_BYTES, null);
+      yield cur.subarray(0, bytesRead);
+    }
+  } finally {
+    // A read still under way must finish before the handle closes.
+    if (pending !== null) await pending.catch(() => undefined);
+    await fh.close();
   }
 }

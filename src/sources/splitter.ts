@@ -73,7 +73,17 @@ export class JsonSplitter {
     private readonly onMessage: (msg: Buffer) => void,
   ) {}
 
+  /**
+   * Splits a chunk. The chunk may be overwritten once push returns (the file source reads into two
+   * buffers in turn): whatever of it a message still to be finished holds is copied first.
+   */
   push(chunk: Buffer): void {
+    this.#split(chunk);
+    const parts = this.#parts;
+    for (let i = parts.length - 1; i >= 0 && parts[i]!.buffer === chunk.buffer; i--) parts[i] = Buffer.from(parts[i]!);
+  }
+
+  #split(chunk: Buffer): void {
     const pending: Buffer[] = [chunk];
     while (pending.length > 0) {
       const buf = pending.pop()!;
@@ -154,11 +164,30 @@ export class JsonSplitter {
     if (!capped) while (e > s && isWs(msg[e - 1]!)) e--;
     if (s === e) return; // blank line: no record there
     msg = msg.subarray(s, e);
-    // The chunk buffers are reused by the stream; the engine copies into its batch right away.
+    // The chunk is reused after push(): onMessage copies the message into its batch right away.
     this.onMessage(msg);
   }
 
   #ndjson(chunk: Buffer, i: number): number {
+    // Nothing held from an earlier chunk (so at a line start): the whole lines of the chunk go out
+    // as they are found, each one view of the chunk, without collecting parts. A line too long for
+    // maxBytes, or the chunk's unfinished last line, is left to the general path below.
+    if (this.#partLen === 0) {
+      const max = this.maxBytes + 1;
+      const len = chunk.length;
+      for (;;) {
+        let s = i;
+        while (s < len && chunk[s] !== LF && isWs(chunk[s]!)) s++;
+        const nl = chunk.indexOf(LF, s);
+        if (nl === -1) break;
+        let e = nl;
+        while (e > s && isWs(chunk[e - 1]!)) e--;
+        if (e - s > max) break;
+        if (e > s) this.onMessage(chunk.subarray(s, e));
+        i = nl + 1;
+      }
+      if (i >= len) return len;
+    }
     if (this.#lineStart) {
       while (i < chunk.length && chunk[i] !== LF && isWs(chunk[i]!)) i++;
       if (i >= chunk.length) return i;

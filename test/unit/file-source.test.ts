@@ -117,6 +117,22 @@ t.test('NDJSON file: batches cut by batchMaxBytes', async (t) => {
   t.same(messagesOf(batches), lines, 'messages in order');
 });
 
+t.test('NDJSON file of several read chunks: lines across chunk ends, one line longer than two chunks', async (t) => {
+  // The source reads 1 MiB at a time into two buffers taken in turn: a line that starts in one
+  // chunk and ends two chunks later must still come out whole.
+  const dir = t.testdir();
+  const path = join(dir, 'in.ndjson');
+  const lines = Array.from({ length: 30_000 }, (_, i) => JSON.stringify(record(i)));
+  lines.splice(9_000, 0, JSON.stringify({ big: 'é'.repeat(1_200_000), end: 1 }));
+  writeFileSync(path, lines.join('\n') + '\n');
+  const size = statSync(path).size;
+  t.ok(size > 4 * MB, `file spans several chunks (${size} bytes)`);
+  const opts = { batchSize: 1000, batchMaxBytes: 4 * MB, maxMessageBytes: 3 * MB };
+  const batches = await checkProgressToEnd(t, StreamSource.file(path, opts), size);
+  checkBatches(t, batches, opts);
+  t.same(messagesOf(batches), lines, 'messages equal the lines, in order, byte-exact');
+});
+
 t.test('large top-level array file (50,000 elements, several MB)', async (t) => {
   const dir = t.testdir();
   const path = join(dir, 'big.json');

@@ -19,6 +19,23 @@ function run(chunks: readonly Buffer[], maxBytes = BIG): string[] {
   return out;
 }
 
+/**
+ * As run(), but every chunk goes through one buffer that is overwritten (with bytes that would
+ * change any message) right after push returns: the file source reads into its buffers that way.
+ */
+function runReused(chunks: readonly Buffer[], maxBytes = BIG): string[] {
+  const out: string[] = [];
+  const sp = new JsonSplitter(maxBytes, (m) => out.push(bytes(Buffer.from(m))));
+  const buf = Buffer.alloc(Math.max(1, ...chunks.map((c) => c.length)));
+  for (const c of chunks) {
+    c.copy(buf);
+    sp.push(buf.subarray(0, c.length));
+    buf.fill('"}x\\n');
+  }
+  sp.end();
+  return out;
+}
+
 function cutAt(input: Buffer, cuts: readonly number[]): Buffer[] {
   const out: Buffer[] = [];
   let prev = 0;
@@ -70,6 +87,15 @@ function checkAllSplits(t: TapTest, input: Buffer | string, expected: ReadonlyAr
     if (badRandom === null && JSON.stringify(got) !== JSON.stringify(exp)) badRandom = { cuts, got };
   }
   t.same(badRandom, null, '200 random multi-chunk splits give the same messages');
+
+  let badReused: { cuts: number[]; got: string[] } | null = null;
+  for (let r = 0; r < 100; r++) {
+    const k = 1 + rng.below(Math.min(12, Math.max(1, n)));
+    const cuts = Array.from({ length: k }, () => rng.below(n + 1)).sort((a, b) => a - b);
+    const got = runReused(cutAt(buf, cuts), maxBytes);
+    if (badReused === null && JSON.stringify(got) !== JSON.stringify(exp)) badReused = { cuts, got };
+  }
+  t.same(badReused, null, '100 random multi-chunk splits through one buffer overwritten after each push give the same messages');
 
   if (n <= 160) {
     let badPair: { cuts: number[]; got: string[] } | null = null;
