@@ -24,8 +24,6 @@ import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
 export interface Summary extends EngineTotals {
   source: string;
   threads: number;
-  /** Batches the main thread decoded itself because every worker slot was taken. */
-  helpedBatches: number;
   elapsedSeconds: number;
   recordsPerSecond: number;
   peakRssBytes: number;
@@ -258,7 +256,6 @@ export class Pipeline {
       ...engine.totals,
       source: source.describe,
       threads: config.workerThreads,
-      helpedBatches: pool.stats.helped,
       elapsedSeconds,
       recordsPerSecond: engine.totals.records / Math.max(elapsedSeconds, 1e-9),
       peakRssBytes: peakRss,
@@ -306,8 +303,7 @@ export function formatSummary(s: Summary): string {
     `  dead letters ${n(rejected)} -> ${s.deadLetter}`,
     `  elapsed      ${s.elapsedSeconds.toFixed(2)} s`,
     `  throughput   ${n(s.recordsPerSecond)} records/s with ${threads}`,
-    `  decode       ${s.decodeSeconds.toFixed(2)} s in all, ${s.batches > 0 ? ((s.decodeSeconds / s.batches) * 1000).toFixed(2) : '0'} ms per batch` +
-      (s.helpedBatches > 0 ? `; ${n(s.helpedBatches)} batches decoded on the main thread while every worker was busy` : ''),
+    `  decode       ${s.decodeSeconds.toFixed(2)} s in all, ${s.batches > 0 ? ((s.decodeSeconds / s.batches) * 1000).toFixed(2) : '0'} ms per batch`,
     `  peak RSS     ${(s.peakRssBytes / 1048576).toFixed(0)} MiB`,
   ].join('\n');
 }

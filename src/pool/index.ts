@@ -1,9 +1,6 @@
 // The decode pool: packs a batch into one transferable buffer, dispatches it to a piscina worker
 // (or decodes in-thread when threads = 0), retries a failed batch once, then reports it poisoned.
 // In-flight batches are bounded: acquire() waits, which is the backpressure the source feels.
-// When every slot is taken the main thread would only wait, so it decodes that batch itself (the
-// helper): on 2 cores a worker-bound job (Ceilometer files) then keeps both cores busy, and a
-// main-bound one (the generator) never fills the slots, so nothing changes for it.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Decoder } from '../core/decode.js';
@@ -31,24 +28,10 @@ export interface PoolOptions {
   readonly workerFile?: string;
   /** Called after each attempt that failed, with whether it will be retried. */
   readonly onFailure?: (err: Error, willRetry: boolean) => void;
-  /**
-   * The main thread decodes a batch itself when every slot is taken (see above). Default: on with
-   * threads >= 1 and the built-in worker; off with another workerFile, whose work the main thread's
-   * decoder would not do.
-   */
-  readonly helpDecode?: boolean;
 }
 
 export const POOL_DEFAULTS = {
   workerFile: fileURLToPath(new URL('../../workers/decode.js', import.meta.url)),
-  /**
-   * After a batch failed (in a worker or in the helper) the helper stands aside this long: a batch
-   * that kills decoders, and the halves its bisection retries, stay in workers, where a crash or an
-   * out-of-memory costs a worker and not the process.
-   */
-  helpPauseMs: 60_000,
-  /** The helper's series dictionary: a quarter of a worker's, since it decodes only the overflow. */
-  helpDictionaryBytes: 32 * 1024 * 1024,
 } as const;
 
 export type BatchOutcome =
@@ -62,8 +45,6 @@ export interface PoolStats {
   readonly queued: number;
   /** 0..1, share of worker time spent running tasks (piscina's own measure); 0 in-thread. */
   readonly utilization: number;
-  /** Batches the main thread decoded because every slot was taken (helpDecode). */
-  readonly helped: number;
 }
 
 export function pack(batch: Pick<Batch, 'data' | 'offsets'>): DecodeTask {
@@ -90,13 +71,6 @@ export class DecodePool {
   readonly #dictionaries: SeriesDictionaries;
   /** Batches in flight: the bound the source feels as backpressure. */
   readonly #gate: Gate;
-  /** The main thread's decoder for the overflow (helpDecode), made on first use. */
-  readonly #helpOn: boolean;
-  #helper: Decoder | null = null;
-  /** acquire() calls answered with "decode it here" instead of a slot, not yet used by run(). */
-  #tickets = 0;
-  #helpAfterMs = 0;
-  #helped = 0;
   #closed = false;
   #closing: Promise<void> | null = null;
 
@@ -109,7 +83,6 @@ export class DecodePool {
     }
     this.#opts = opts;
     this.#gate = new Gate(opts.maxInFlight);
-    this.#helpOn = opts.threads >= 1 && (opts.helpDecode ?? opts.workerFile === undefined);
     this.#dictionaries = new SeriesDictionaries(Math.max(4, opts.threads * 4));
     if (opts.threads === 0) {
       this.#piscina = null;
@@ -141,7 +114,6 @@ export class DecodePool {
       maxInFlight: this.#opts.maxInFlight,
       queued: p === null ? 0 : p.queueSize,
       utilization: p === null ? 0 : p.utilization,
-      helped: this.#helped,
     };
   }
 
@@ -153,10 +125,6 @@ export class DecodePool {
   /** Resolves once a batch may be submitted (bounded in-flight). */
   async acquire(): Promise<void> {
     if (this.#closed) throw closedError();
-    if (this.#helpOn && !this.#gate.free && Date.now() >= this.#helpAfterMs) {
-      this.#tickets++;
-      return;
-    }
     await this.#gate.acquire();
     if (this.#closed) {
       this.#gate.release();
@@ -171,13 +139,6 @@ export class DecodePool {
 
   /** Decode one batch; the caller must have called acquire(). Never rejects: failures become 'poisoned'. */
   async run(batch: Batch, nowMs = Date.now()): Promise<BatchOutcome> {
-    if (this.#tickets > 0) {
-      this.#tickets--;
-      const helped = this.#help(batch, nowMs);
-      if (helped !== null) return helped;
-      // The helper failed on it: the batch goes the workers' way (retry, then poisoned).
-      await this.#gate.acquire();
-    }
     try {
       let lastErr: Error | undefined;
       for (let attempt = 0; attempt < 2; attempt++) {
@@ -201,35 +162,18 @@ export class DecodePool {
           return { kind: 'ok', result, waitSeconds: Math.max(0, total - result.decodeSeconds), runSeconds: result.decodeSeconds };
         } catch (err) {
           lastErr = err instanceof Error ? err : new Error(String(err));
-          this.#helpAfterMs = Date.now() + POOL_DEFAULTS.helpPauseMs;
           this.#opts.onFailure?.(lastErr, attempt === 0);
         }
       }
       return { kind: 'poisoned', reason: `worker failed twice on this batch: ${lastErr?.message ?? 'unknown error'}` };
     } finally {
-      this.#gate.release();
+      this.release();
     }
   }
 
-  /** Decodes on the main thread; null when that failed (the workers then get the batch). */
-  #help(batch: Batch, nowMs: number): BatchOutcome | null {
-    const t = performance.now();
-    try {
-      this.#helper ??= new Decoder(this.#opts.settings, { maxDictionaryBytes: POOL_DEFAULTS.helpDictionaryBytes });
-      const result = this.#helper.decodeBytes(batch.data, batch.offsets, nowMs);
-      this.#helped++;
-      return { kind: 'ok', result, waitSeconds: 0, runSeconds: (performance.now() - t) / 1000 };
-    } catch {
-      this.#helpAfterMs = Date.now() + POOL_DEFAULTS.helpPauseMs;
-      this.#helper = null;
-      return null;
-    }
-  }
-
-  /** Gives back what acquire() gave without running a batch (run() does this itself). */
+  /** Gives back a slot taken by acquire() without running a batch (run() does this itself). */
   release(): void {
-    if (this.#tickets > 0) this.#tickets--;
-    else this.#gate.release();
+    this.#gate.release();
   }
 
   /** Idempotent; waits for in-flight work up to timeoutMs, then terminates the workers. */
