@@ -13,97 +13,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import kafkajs from 'kafkajs';
 import { registerCodecs } from '../../src/kafka/codecs.js';
-
-interface Acc {
-  name: string;
-  groupby: Record<string, string>;
-  count: number;
-  mean: number;
-  m2: number;
-  min: number;
-  max: number;
-  sum: number;
-  tsMin: number;
-  tsMax: number;
-}
-
-interface MonascaMessage {
-  metric: { name: string; dimensions?: Record<string, string>; timestamp: number; value: number };
-  meta?: { tenantId?: string; region?: string };
-}
-
-/** One partition's windows and watermark, as the engine keeps them. */
-interface PartitionState {
-  readonly windows: Map<number, Map<string, Acc>>;
-  maxTs: number;
-}
-
-const WINDOW_MS = 60_000;
-const LATENESS_MS = 5_000;
-
-function rowsOf(windows: Map<number, Map<string, Acc>>, pred: (ws: number) => boolean): { text: string; rows: number } {
-  const starts = [...windows.keys()].filter(pred).sort((a, b) => a - b);
-  let text = '';
-  let rows = 0;
-  for (const ws of starts) {
-    const periodStart = new Date(ws).toISOString();
-    const periodEnd = new Date(ws + WINDOW_MS).toISOString();
-    for (const a of windows.get(ws)!.values()) {
-      const row = {
-        name: a.name,
-        unit: null,
-        groupby: a.groupby,
-        count: a.count,
-        sum: a.sum,
-        min: a.min,
-        max: a.max,
-        avg: a.mean,
-        stddev: a.m2 > 0 ? Math.sqrt(a.m2 / a.count) : 0,
-        duration_start: new Date(a.tsMin).toISOString(),
-        duration_end: new Date(a.tsMax).toISOString(),
-        duration: (a.tsMax - a.tsMin) / 1000,
-        period: WINDOW_MS / 1000,
-        period_start: periodStart,
-        period_end: periodEnd,
-      };
-      text += `${JSON.stringify(row)}\n`;
-      rows++;
-    }
-    windows.delete(ws);
-  }
-  return { text, rows };
-}
-
-function fold(st: PartitionState, json: string): void {
-  const m = JSON.parse(json) as MonascaMessage;
-  const dims: Record<string, string> = { ...m.metric.dimensions };
-  if (m.meta?.tenantId !== undefined) dims['_tenant_id'] = m.meta.tenantId;
-  if (m.meta?.region !== undefined) dims['_region'] = m.meta.region;
-  const names = Object.keys(dims).sort();
-  const groupby: Record<string, string> = {};
-  for (const k of names) groupby[k] = dims[k]!;
-  const key = JSON.stringify([m.metric.name, groupby]);
-  const ts = m.metric.timestamp;
-  const ws = Math.floor(ts / WINDOW_MS) * WINDOW_MS;
-  let win = st.windows.get(ws);
-  if (win === undefined) st.windows.set(ws, (win = new Map()));
-  let a = win.get(key);
-  if (a === undefined) {
-    a = { name: m.metric.name, groupby, count: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity, sum: 0, tsMin: Infinity, tsMax: -Infinity };
-    win.set(key, a);
-  }
-  const x = m.metric.value;
-  a.count++;
-  const d = x - a.mean;
-  a.mean += d / a.count;
-  a.m2 += d * (x - a.mean);
-  a.sum += x;
-  if (x < a.min) a.min = x;
-  if (x > a.max) a.max = x;
-  if (ts < a.tsMin) a.tsMin = ts;
-  if (ts > a.tsMax) a.tsMax = ts;
-  if (ts > st.maxTs) st.maxTs = ts;
-}
+import { BaselineWindows } from '../lib/baseline-windows.js';
 
 function main(): void {
   const [brokers, topic, groupId, countText, outFile] = process.argv.slice(2);
@@ -117,7 +27,7 @@ function main(): void {
   // The same consumer settings as bench/child/kafka-consume.ts (the bare baseline).
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 500, maxBytesPerPartition: 1 << 20, sessionTimeout: 30_000, heartbeatInterval: 3000 });
   const out = createWriteStream(outFile);
-  const parts = new Map<number, PartitionState>();
+  const parts = new Map<number, BaselineWindows>();
   let seen = 0;
   let rows = 0;
   let batches = 0;
@@ -131,7 +41,7 @@ function main(): void {
     finished = true;
     process.stdout.write(`${JSON.stringify({ event: 'done', messages: seen, rows, batches, aggregates: 0 })}\n`);
     for (const st of parts.values()) {
-      const r = rowsOf(st.windows, () => true);
+      const r = st.take(true);
       rows += r.rows;
       await write(r.text);
     }
@@ -156,10 +66,10 @@ function main(): void {
         if (seen === 0) process.stdout.write('{"event":"first"}\n');
         batches++;
         let st = parts.get(batch.partition);
-        if (st === undefined) parts.set(batch.partition, (st = { windows: new Map(), maxTs: -Infinity }));
-        for (const m of batch.messages) if (m.value !== null) fold(st, m.value.toString('utf8'));
+        if (st === undefined) parts.set(batch.partition, (st = new BaselineWindows()));
+        for (const m of batch.messages) if (m.value !== null) st.fold(m.value.toString('utf8'));
         // Close once per fetched batch, as the engine closes once per applied batch.
-        const r = rowsOf(st.windows, (w) => w + WINDOW_MS <= st.maxTs - LATENESS_MS);
+        const r = st.take();
         rows += r.rows;
         await write(r.text);
         seen += batch.messages.length;

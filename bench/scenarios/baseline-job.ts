@@ -10,99 +10,25 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { generatePoints } from '../../src/sources/generator.js';
-
-interface Acc {
-  name: string;
-  groupby: Record<string, string>;
-  count: number;
-  mean: number;
-  m2: number;
-  min: number;
-  max: number;
-  sum: number;
-  tsMin: number;
-  tsMax: number;
-}
-
-interface MonascaMessage {
-  metric: { name: string; dimensions?: Record<string, string>; timestamp: number; value: number };
-  meta?: { tenantId?: string; region?: string };
-}
-
-const WINDOW_MS = 60_000;
-const LATENESS_MS = 5_000;
+import { BaselineWindows } from '../lib/baseline-windows.js';
 
 export async function runBaseline(outFile: string, count: number): Promise<{ records: number; rows: number; elapsedSeconds: number; recordsPerSecond: number }> {
   const out = createWriteStream(outFile);
-  const windows = new Map<number, Map<string, Acc>>();
-  let maxTs = -Infinity;
+  const windows = new BaselineWindows();
   let rows = 0;
   const t0 = performance.now();
-  const emit = async (pred: (ws: number) => boolean): Promise<void> => {
-    const starts = [...windows.keys()].filter(pred).sort((a, b) => a - b);
-    let text = '';
-    for (const ws of starts) {
-      const periodStart = new Date(ws).toISOString();
-      const periodEnd = new Date(ws + WINDOW_MS).toISOString();
-      for (const a of windows.get(ws)!.values()) {
-        const row = {
-          name: a.name,
-          unit: null,
-          groupby: a.groupby,
-          count: a.count,
-          sum: a.sum,
-          min: a.min,
-          max: a.max,
-          avg: a.mean,
-          stddev: a.m2 > 0 ? Math.sqrt(a.m2 / a.count) : 0,
-          duration_start: new Date(a.tsMin).toISOString(),
-          duration_end: new Date(a.tsMax).toISOString(),
-          duration: (a.tsMax - a.tsMin) / 1000,
-          period: WINDOW_MS / 1000,
-          period_start: periodStart,
-          period_end: periodEnd,
-        };
-        text += `${JSON.stringify(row)}\n`;
-        rows++;
-      }
-      windows.delete(ws);
-    }
-    if (text.length > 0 && !out.write(text)) await once(out, 'drain');
+  const emit = async (all: boolean): Promise<void> => {
+    const r = windows.take(all);
+    rows += r.rows;
+    if (r.text.length > 0 && !out.write(r.text)) await once(out, 'drain');
   };
   let n = 0;
   for (const p of generatePoints({ count, metrics: 1000, hosts: 4, intervalMs: 30_000, startMs: 1581424933000, seed: 1 })) {
-    const m = JSON.parse(p.json) as MonascaMessage;
-    const dims: Record<string, string> = { ...m.metric.dimensions };
-    if (m.meta?.tenantId !== undefined) dims['_tenant_id'] = m.meta.tenantId;
-    if (m.meta?.region !== undefined) dims['_region'] = m.meta.region;
-    const names = Object.keys(dims).sort();
-    const groupby: Record<string, string> = {};
-    for (const k of names) groupby[k] = dims[k]!;
-    const key = JSON.stringify([m.metric.name, groupby]);
-    const ts = m.metric.timestamp;
-    const ws = Math.floor(ts / WINDOW_MS) * WINDOW_MS;
-    let win = windows.get(ws);
-    if (win === undefined) windows.set(ws, (win = new Map()));
-    let a = win.get(key);
-    if (a === undefined) {
-      a = { name: m.metric.name, groupby, count: 0, mean: 0, m2: 0, min: Infinity, max: -Infinity, sum: 0, tsMin: Infinity, tsMax: -Infinity };
-      win.set(key, a);
-    }
-    const x = m.metric.value;
-    a.count++;
-    const d = x - a.mean;
-    a.mean += d / a.count;
-    a.m2 += d * (x - a.mean);
-    a.sum += x;
-    if (x < a.min) a.min = x;
-    if (x > a.max) a.max = x;
-    if (ts < a.tsMin) a.tsMin = ts;
-    if (ts > a.tsMax) a.tsMax = ts;
-    if (ts > maxTs) maxTs = ts;
+    windows.fold(p.json);
     // Close once per 4000 records, about as often as the engine closes (once per batch).
-    if (++n % 4000 === 0) await emit((w) => w + WINDOW_MS <= maxTs - LATENESS_MS);
+    if (++n % 4000 === 0) await emit(false);
   }
-  await emit(() => true);
+  await emit(true);
   out.end();
   await once(out, 'finish');
   const elapsedSeconds = (performance.now() - t0) / 1000;
