@@ -45,11 +45,9 @@ export const readMonasca: FormatReader = (s, p, out) => {
   let k = s.open(p, 1);
   let seen = 0;
   while (k !== CLOSED) {
-    if (k < 0) return -1;
-    const ke = s.string(k);
-    if (ke < 0) return -1;
-    let v = s.colon(ke);
+    let v = s.member(k);
     if (v < 0) return -1;
+    const ke = s.keyEnd;
     if (keyIs(buf, k, ke, METRIC)) {
       if ((seen & 1) !== 0) return -1;
       seen |= 1;
@@ -74,11 +72,9 @@ function readMetric(s: JsonScanner, p: number, out: ScanOut): number {
   let k = s.open(p, 2);
   let seen = 0;
   while (k !== CLOSED) {
-    if (k < 0) return -1;
-    const ke = s.string(k);
-    if (ke < 0) return -1;
-    const v = s.colon(ke);
+    const v = s.member(k);
     if (v < 0) return -1;
+    const ke = s.keyEnd;
     let e: number;
     let bit = 0;
     if (keyIs(buf, k, ke, NAME)) {
@@ -118,11 +114,9 @@ function readMeta(s: JsonScanner, p: number, spans: Int32Array): number {
   let k = s.open(p, 2);
   let seen = 0;
   while (k !== CLOSED) {
-    if (k < 0) return -1;
-    const ke = s.string(k);
-    if (ke < 0) return -1;
-    const v = s.colon(ke);
+    const v = s.member(k);
     if (v < 0) return -1;
+    const ke = s.keyEnd;
     const e = s.value(v, 2);
     if (e < 0) return -1;
     if (keyIs(buf, k, ke, TENANT)) {
@@ -155,11 +149,9 @@ export const readCeilometer: FormatReader = (s, p, out) => {
   let k = s.open(p, 1);
   let seen = 0;
   while (k !== CLOSED) {
-    if (k < 0) return -1;
-    const ke = s.string(k);
-    if (ke < 0) return -1;
-    const v = s.colon(ke);
+    const v = s.member(k);
     if (v < 0) return -1;
+    const ke = s.keyEnd;
     let e: number;
     let bit = 0;
     let field = -1;

@@ -20,6 +20,8 @@ export class JsonScanner {
   high = false;
   /** The value of the last number() read. */
   num = 0;
+  /** Where the key member() read last ends. */
+  keyEnd = 0;
 
   /** buf as a DataView, for reading four bytes a step. */
   view: DataView = new DataView(new ArrayBuffer(0));
@@ -195,6 +197,18 @@ export class JsonScanner {
   }
 
   /** After a key: whitespace, ':', whitespace; returns the position of the value. */
+  /**
+   * k at a member's key (what open() or next() returned, -1 included): reads `"key":` and returns
+   * where its value starts, or -1. The key's end (after its closing quote) is left in keyEnd.
+   */
+  member(k: number): number {
+    if (k < 0) return -1;
+    const ke = this.string(k);
+    if (ke < 0) return -1;
+    this.keyEnd = ke;
+    return this.colon(ke);
+  }
+
   colon(p: number): number {
     p = this.ws(p);
     if (p >= this.end || this.buf[p] !== 0x3a) return -1;
