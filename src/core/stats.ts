@@ -50,8 +50,13 @@ export function mergeMoments(a: Moments, b: Moments): void {
 
 /** Population standard deviation (Ceilometer reports the population stddev). */
 export function stddev(m: Moments): number {
-  if (m.count === 0) return 0;
-  const v = m.m2 / m.count;
+  return stddevOf(m.count, m.m2);
+}
+
+/** The population standard deviation of count samples whose squared deviations sum to m2 (0 when none). */
+export function stddevOf(count: number, m2: number): number {
+  if (count === 0) return 0;
+  const v = m2 / count;
   return v > 0 ? Math.sqrt(v) : 0;
 }
 

@@ -3,6 +3,7 @@
 // JSON.stringify), times and window fields from cached text. Building a tail string per row and
 // handing it to Buffer.write (a rope to flatten, a native call) was most of the cost of a row.
 import { STAT, type ClosedCells } from './cells.js';
+import { stddevOf } from '../core/stats.js';
 
 function ascii(s: string): Uint8Array {
   return Uint8Array.from(s, (c) => c.charCodeAt(0));
@@ -87,7 +88,6 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
     const count = s[k + STAT.COUNT]!;
     const tsMin = s[k + STAT.TS_MIN]!;
     const tsMax = s[k + STAT.TS_MAX]!;
-    const v = count === 0 ? 0 : s[k + STAT.M2]! / count;
     o = put(out, o, K_COUNT);
     o = putNumber(out, o, count);
     o = put(out, o, K_SUM);
@@ -99,7 +99,7 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
     o = put(out, o, K_AVG);
     o = putNumber(out, o, s[k + STAT.MEAN]!);
     o = put(out, o, K_STDDEV);
-    o = putNumber(out, o, v > 0 ? Math.sqrt(v) : 0);
+    o = putNumber(out, o, stddevOf(count, s[k + STAT.M2]!));
     o = put(out, o, K_START);
     o = putText(out, o, text.isoMs(tsMin));
     o = put(out, o, K_END);

@@ -3,6 +3,7 @@
 import type { Sketch, SketchData } from '../core/sketch.js';
 import { groupbyObject, parseSeriesKey } from '../core/series.js';
 import { ClosedCells, STAT, type CellList } from './cells.js';
+import { stddevOf } from '../core/stats.js';
 import { rowsBytes } from './row-bytes.js';
 
 export interface StatsRow {
@@ -132,10 +133,9 @@ export class RowFormatter {
     const count = s[o + STAT.COUNT]!;
     const tsMin = s[o + STAT.TS_MIN]!;
     const tsMax = s[o + STAT.TS_MAX]!;
-    const v = count === 0 ? 0 : s[o + STAT.M2]! / count;
     let t =
       `"count":${count},"sum":${s[o + STAT.SUM]!},"min":${s[o + STAT.MIN]!},"max":${s[o + STAT.MAX]!},"avg":${s[o + STAT.MEAN]!},` +
-      `"stddev":${v > 0 ? Math.sqrt(v) : 0},"duration_start":"${this.isoMs(tsMin)}","duration_end":"${this.isoMs(tsMax)}",` +
+      `"stddev":${stddevOf(count, s[o + STAT.M2]!)},"duration_start":"${this.isoMs(tsMin)}","duration_end":"${this.isoMs(tsMax)}",` +
       `"duration":${(tsMax - tsMin) / 1000},${this.windowText(c.starts[i]!)}${whereTail}`;
     const sketch = c.sketches?.[i];
     if (sketch !== undefined) t += `,"percentiles":${JSON.stringify(this.quantiles(sketch))},"sketch":${JSON.stringify(sketch.toJSON())}`;
@@ -157,7 +157,6 @@ export class RowFormatter {
     const count = s[o + STAT.COUNT]!;
     const tsMin = s[o + STAT.TS_MIN]!;
     const tsMax = s[o + STAT.TS_MAX]!;
-    const v = count === 0 ? 0 : s[o + STAT.M2]! / count;
     const ws = c.starts[i]!;
     const row: StatsRow = {
       name: id.name,
@@ -168,7 +167,7 @@ export class RowFormatter {
       min: s[o + STAT.MIN]!,
       max: s[o + STAT.MAX]!,
       avg: s[o + STAT.MEAN]!,
-      stddev: v > 0 ? Math.sqrt(v) : 0,
+      stddev: stddevOf(count, s[o + STAT.M2]!),
       duration_start: this.isoMs(tsMin),
       duration_end: this.isoMs(tsMax),
       duration: (tsMax - tsMin) / 1000,
