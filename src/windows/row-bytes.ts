@@ -1,6 +1,7 @@
 // A row's tail (`"count":…}` after the cached identity prefix) written straight into the output
-// buffer as bytes: integers digit by digit, other numbers through String() (the same text as
-// JSON.stringify), times and window fields from cached text. Building a tail string per row and
+// buffer as bytes: integers and short decimals digit by digit, other numbers through String() (the
+// same text as JSON.stringify), event times from a cached minute plus digits, window fields from
+// cached text. Building a tail string per row and
 // handing it to Buffer.write (a rope to flatten, a native call) was most of the cost of a row.
 import { STAT, type ClosedCells } from './cells.js';
 import { stddevOf } from '../core/stats.js';
@@ -32,6 +33,24 @@ function putText(out: Uint8Array, o: number, s: string): number {
   return o + s.length;
 }
 
+/** Digits of a non-negative integer below 2^53, written right to left after counting them. */
+function putDigits(out: Uint8Array, o: number, x: number): number {
+  let digits = 1;
+  for (let p = 10; p <= x; p *= 10) digits++;
+  let e = o + digits;
+  while (x >= 10) {
+    const q = Math.floor(x / 10);
+    out[--e] = 48 + (x - q * 10);
+    x = q;
+  }
+  out[--e] = 48 + x;
+  return o + digits;
+}
+
+/** Decimals written digit by digit: up to this many after the point, below DECIMAL_LIMIT. */
+const DECIMAL_SCALE = 1e6;
+const DECIMAL_LIMIT = 1e9;
+
 /** `${x}` as ASCII bytes (what JSON.stringify writes for a finite number). */
 function putNumber(out: Uint8Array, o: number, x: number): number {
   // Below 1e15 an integer's shortest form is its digits (no exponent, exact in a double).
@@ -40,18 +59,72 @@ function putNumber(out: Uint8Array, o: number, x: number): number {
       out[o++] = 0x2d;
       x = -x;
     }
-    let digits = 1;
-    for (let p = 10; p <= x; p *= 10) digits++;
-    let e = o + digits;
-    while (x >= 10) {
-      const q = Math.floor(x / 10);
-      out[--e] = 48 + (x - q * 10);
-      x = q;
+    return putDigits(out, o, x);
+  }
+  // x is the double nearest a decimal D with at most 6 places (k / 1e6 rounds back to x). Below 1e9
+  // a double's spacing is under 1.2e-7, so every other decimal of at most 6 places (the only ones as
+  // short as D) is nearer another double: D is String(x)'s shortest round-trip form, in fixed notation
+  // (1e-6 <= |x| < 1e21). Means of integer values, durations in ms and most gauges take this path.
+  const k = x * DECIMAL_SCALE;
+  if (Number.isInteger(k) && x < DECIMAL_LIMIT && x > -DECIMAL_LIMIT && k / DECIMAL_SCALE === x) {
+    let m = k;
+    if (m < 0) {
+      out[o++] = 0x2d;
+      m = -m;
     }
-    out[--e] = 48 + x;
-    return o + digits;
+    const whole = Math.floor(m / DECIMAL_SCALE);
+    let frac = m - whole * DECIMAL_SCALE;
+    o = putDigits(out, o, whole);
+    out[o++] = 0x2e;
+    let places = 6;
+    while (places > 1 && frac % 10 === 0) {
+      frac /= 10;
+      places--;
+    }
+    const end = o + places;
+    for (let e = end - 1; e >= o; e--) {
+      const q = Math.floor(frac / 10);
+      out[e] = 48 + (frac - q * 10);
+      frac = q;
+    }
+    return end;
   }
   return putText(out, o, String(x));
+}
+
+/** Last ms of year 9999: up to here an event time's ISO form is `YYYY-MM-DDTHH:MM:SS.mmmZ` (24 characters). */
+const ISO_FIXED_MAX_MS = 253402300799999;
+
+/** An event time's minute (`2020-02-11T12:42:`) as bytes: rows of one window share one or two minutes. */
+class Minute {
+  ms = Number.NaN;
+  bytes: Uint8Array = new Uint8Array(0);
+}
+
+/** text.isoMs(t) as bytes: the minute from the cache, seconds and milliseconds as digits. */
+function putIso(out: Uint8Array, o: number, t: number, text: RowText, m: Minute): number {
+  const ms = Math.floor(t);
+  if (!(ms >= 0 && ms <= ISO_FIXED_MAX_MS)) return putText(out, o, text.isoMs(t));
+  const within = ms % 60_000;
+  const minuteMs = ms - within;
+  if (minuteMs !== m.ms) {
+    m.ms = minuteMs;
+    m.bytes = ascii(text.isoMs(minuteMs).slice(0, 17));
+  }
+  o = put(out, o, m.bytes);
+  const sec = Math.floor(within / 1000);
+  const milli = within - sec * 1000;
+  const tens = Math.floor(sec / 10);
+  out[o] = 48 + tens;
+  out[o + 1] = 48 + (sec - tens * 10);
+  out[o + 2] = 0x2e;
+  const h = Math.floor(milli / 100);
+  const d = Math.floor((milli - h * 100) / 10);
+  out[o + 3] = 48 + h;
+  out[o + 4] = 48 + d;
+  out[o + 5] = 48 + (milli - h * 100 - d * 10);
+  out[o + 6] = 0x5a;
+  return o + 7;
 }
 
 /** What the writer needs of the formatter: event times and window fields as text. */
@@ -75,6 +148,8 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
   let chars = 0;
   for (let i = 0; i < n; i++) chars += prefixes[i]!.length;
   const latin1 = chars === prefixBytes;
+  const minuteMin = new Minute();
+  const minuteMax = new Minute();
   for (let i = 0; i < n; i++) {
     if (o + perRow + 3 * prefixes[i]!.length > out.length) {
       // Only a window field longer than the first's could get here; keep going in a larger buffer.
@@ -101,9 +176,9 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
     o = put(out, o, K_STDDEV);
     o = putNumber(out, o, stddevOf(count, s[k + STAT.M2]!));
     o = put(out, o, K_START);
-    o = putText(out, o, text.isoMs(tsMin));
+    o = putIso(out, o, tsMin, text, minuteMin);
     o = put(out, o, K_END);
-    o = putText(out, o, text.isoMs(tsMax));
+    o = putIso(out, o, tsMax, text, minuteMax);
     o = put(out, o, K_DURATION);
     o = putNumber(out, o, (tsMax - tsMin) / 1000);
     out[o++] = 0x2c;
@@ -112,7 +187,8 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
       windowStart = ws;
       windowBytes = ascii(text.windowText(ws));
     }
-    o = put(out, o, windowBytes);
+    out.set(windowBytes, o);
+    o += windowBytes.length;
     o = put(out, o, whereTail);
     out[o++] = 0x7d;
     out[o++] = 0x0a;

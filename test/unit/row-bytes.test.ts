@@ -47,3 +47,51 @@ t.test('ndjsonBytes() of rows without sketches: the UTF-8 of ndjson(), each line
     t.equal(text, b.rows.map((r) => `${JSON.stringify(r)}\n`).join(''), `round ${round}: JSON.stringify`);
   }
 });
+
+/** Decimals of 0..8 places around the bounds of the digit-by-digit path (1e-6, 1e9) and the doubles next to them. */
+function decimal(rng: Rng): number {
+  const places = rng.int(0, 8);
+  const scale = 10 ** rng.int(-3, 13);
+  let x = Math.round((rng.next() - 0.5) * scale * 10 ** places) / 10 ** places;
+  switch (rng.int(0, 5)) {
+    case 0: x = [1e-6, -1e-6, 1e-7, 1e9, -1e9, 1e9 - 1e-6, 999_999_999.999999, 0.000001, 0.0000015, 1e9 + 0.5, 0.1 + 0.2, 1 - 1e-16][rng.int(0, 11)]!; break;
+    case 1: x += Number.EPSILON * Math.abs(x) * (rng.next() < 0.5 ? -1 : 1); break;
+    default: break;
+  }
+  return x;
+}
+
+t.test('short decimals and event times written digit by digit: each line JSON.stringify(row)', async (t) => {
+  const rng = new Rng(43);
+  const f = new RowFormatter(3_600_000, 1000);
+  const MAX_MS = 253402300799999;
+  for (let round = 0; round < 40; round++) {
+    const n = rng.int(1, 300);
+    const keys: string[] = [];
+    const starts = new Float64Array(n);
+    const stats = new Float64Array(n * STAT.STRIDE);
+    for (let i = 0; i < n; i++) {
+      keys.push(seriesKey(`m${rng.int(0, 50)}`, null, [['host', `h${rng.int(0, 5)}`]], null));
+      // Hourly windows: rows of one window span many minutes; now and then the first and last ms there are.
+      const edge = round % 7 === 0 ? [0, MAX_MS - 3_599_999][rng.int(0, 1)]! : undefined;
+      starts[i] = edge ?? 1_581_422_400_000 + 3_600_000 * Math.floor((i * 3) / n);
+      const o = i * STAT.STRIDE;
+      const ts = starts[i]! + rng.int(0, 3_599_999) + (rng.next() < 0.2 ? rng.next() : 0);
+      stats[o + STAT.COUNT] = rng.int(1, 1e6);
+      stats[o + STAT.MEAN] = decimal(rng);
+      stats[o + STAT.M2] = Math.abs(decimal(rng)) * (rng.next() < 0.5 ? 1 : 1e6);
+      stats[o + STAT.MIN] = decimal(rng);
+      stats[o + STAT.MAX] = decimal(rng);
+      stats[o + STAT.SUM] = decimal(rng);
+      stats[o + STAT.TS_MIN] = edge === 0 && rng.next() < 0.3 ? 0 : ts;
+      stats[o + STAT.TS_MAX] = Math.min(MAX_MS, ts + rng.int(0, 60_000) + (rng.next() < 0.3 ? rng.next() : 0));
+    }
+    const b = f.format(new ClosedCells(keys, starts, stats, null));
+    const lines = b.ndjsonBytes!().toString('utf8').split('\n');
+    t.equal(lines.pop(), '', `round ${round}: ends with a newline`);
+    const rows = b.rows;
+    let bad = 0;
+    for (let i = 0; i < n; i++) if (lines[i] !== JSON.stringify(rows[i])) bad++;
+    t.equal(bad, 0, `round ${round}: ${n} rows as JSON.stringify writes them`);
+  }
+});
