@@ -5,7 +5,8 @@
 //   dictionary the main thread's copy of the worker's keys (SeriesDictionaries; pool path only);
 //   store      the WindowStore with every series open (what dropping it gives back: the keys
 //              themselves belong to the interner or the dictionary, which outlive it);
-//   row cache  the RowFormatter's per-series prefixes, kept across windows (bounded by MAX_SERIES).
+//   row cache  the RowFormatter's per-series prefixes, kept across windows (bounded by MAX_SERIES);
+//              none for a key in JSON form (src/core/series.ts), which is its own prefix.
 // PATH is pool (decodeBatchCompact, structuredClone as across the worker boundary, then the main
 // thread's dictionary) or in-thread (WORKER_THREADS=0: decodeBatch's results as they are).
 // Usage: node --expose-gc dist/bench/child/series-heap.js SHAPE SERIES PATH   -> one JSON line on stdout.

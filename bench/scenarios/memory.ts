@@ -117,7 +117,7 @@ export const memoryScenario: Scenario = {
       '**(a) Heap retained per open series** (`bench/child/series-heap.ts`, `node --expose-gc`): N series with one record each are decoded and merged into a `WindowStore` ' +
         '(one 86,400 s window), the window is closed and its rows formatted (`ndjsonBytes()`, the file sink\'s path), and the parts are dropped one by one, with `gc()` and ' +
         '`heapUsed + arrayBuffers` after each. Store: the open-series state (the key map entry, the typed-array cell, the series\' columns; the key string itself belongs to ' +
-        'the interner or the dictionary, which outlive the store). Row cache: the `RowFormatter`\'s serialised prefix per series, kept across windows (bounded by `MAX_SERIES`). ' +
+        'the interner or the dictionary, which outlive the store). Row cache: the `RowFormatter`\'s serialised prefix per series, kept across windows (bounded by `MAX_SERIES`); a series key in JSON form (ASCII, no dimension named like an array index: `src/core/series.ts`) is its row\'s prefix itself, so only other series have one. ' +
         'Store + row cache is the main thread\'s state and what the 300-byte target is about. Interner: the decoder\'s series table, which lives in the worker in the pool ' +
         '(on the main thread in-thread). Dictionary: the main thread\'s copy of the worker\'s keys (`src/pool/dictionary.ts`, pool only). take: seconds to close the one window. ' +
         '`pool` decodes with `decodeBatchCompact`, passes the result through `structuredClone` and the main thread\'s dictionary, as the engine does; `in-thread` uses `decodeBatch` results as `WORKER_THREADS=0` does. Ceilometer keys are ' +

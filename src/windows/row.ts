@@ -1,7 +1,7 @@
 // A closed window as a statistics row, with the field names of the OpenStack Ceilometer v2
 // Statistics result (plus name and stddev, and the identity a sink can upsert by).
 import type { Sketch, SketchData } from '../core/sketch.js';
-import { groupbyObject, parseSeriesKey } from '../core/series.js';
+import { groupbyObject, isJsonKey, parseSeriesKey } from '../core/series.js';
 import { ClosedCells, STAT, type CellList } from './cells.js';
 import { stddevOf } from '../core/stats.js';
 import { rowsBytes } from './row-bytes.js';
@@ -64,8 +64,9 @@ interface SeriesIdentityOut {
  * object is made unless a sink reads `rows`.
  */
 export class RowFormatter {
-  // Per series, across windows: `{"name":…,"unit":…,"groupby":{…},` as a flat string. Its UTF-8 size
-  // is its length, except for the few prefixes with non-ASCII characters, whose sizes are kept apart.
+  // Per series whose key is not in JSON form (non-ASCII, or a dimension named like an array index),
+  // across windows: `{"name":…,"unit":…,"groupby":{…},` as a flat string. Its UTF-8 size is its
+  // length, except for prefixes with non-ASCII characters, whose sizes are kept apart.
   readonly #prefix = new Map<string, string>();
   readonly #wideBytes = new Map<string, number>();
   readonly #ident = new Map<string, SeriesIdentityOut>();
@@ -91,6 +92,12 @@ export class RowFormatter {
     let prefixBytes = 0;
     for (let i = 0; i < n; i++) {
       const key = c.keys[i]!;
+      // A key in JSON form is its row's head already (ASCII): nothing to build or keep.
+      if (isJsonKey(key)) {
+        prefixes[i] = key;
+        prefixBytes += key.length;
+        continue;
+      }
       const p = this.#prefix.get(key) ?? this.#newPrefix(key);
       prefixes[i] = p;
       prefixBytes += this.#wideBytes.size === 0 ? p.length : (this.#wideBytes.get(key) ?? p.length);

@@ -23,6 +23,8 @@ export { ClosedCells, type CellList, type ClosedCell } from './cells.js';
  * Estimated main-thread bytes of one open series: its key in the store, and the parsed identity and
  * serialised prefix the row formatter caches (key, dimension strings, JSON: about 6 bytes per key
  * character), plus the maps' entries and the moments (docs/benchmarks.md, heap per open series).
+ * An upper bound: a key in JSON form (core/series.ts) is its own row prefix, and the parsed identity
+ * is made only for sinks that read row objects.
  */
 export function seriesStateBytes(key: string): number {
   return 512 + 6 * key.length;

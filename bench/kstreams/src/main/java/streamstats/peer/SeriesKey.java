@@ -5,7 +5,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The series identity exactly as streamstats builds it (src/core/series.ts seriesKey): the meter name,
+ * The series identity as streamstats builds it for non-ASCII series (src/core/series.ts seriesKey, the
+ * length-prefixed form; its ASCII series have a JSON form, which this peer does not need: only the
+ * rows are compared): the meter name,
  * the unit, then every dimension sorted by name, each part length-prefixed ("4:host"), null as "-".
  * String.length() and String.compareTo count UTF-16 code units, as JavaScript's length and < do, so
  * the keys are byte for byte those of streamstats.
