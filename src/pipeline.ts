@@ -7,19 +7,18 @@ import { Decoder } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
-import { ApiServer } from './http/api-server.js';
 import { createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
-import { createDeadLetter } from './sinks/dead-letter.js';
+import { openDeadLetter } from './sinks/dead-letter.js';
 import { createSink } from './sinks/index.js';
 import { StreamSource } from './sources/file.js';
 import { GeneratorSource } from './sources/generator.js';
 import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
-import { KafkaSource } from './sources/kafka/source.js';
-import { RedisSource } from './sources/redis/source.js';
-import pg from 'pg';
-import { API_DEFAULTS, createStatisticsApi } from './api/index.js';
+// Kafka, Redis, PostgreSQL and the statistics API are loaded only by the jobs that use them: their
+// clients (node-redis above all) were most of the start-up time of every job.
+import type { KafkaSource } from './sources/kafka/source.js';
+import type { RedisSource } from './sources/redis/source.js';
 
 export interface Summary extends EngineTotals {
   source: string;
@@ -79,6 +78,8 @@ export class Pipeline {
   readonly #config: Config;
   readonly #deps: PipelineDeps;
   #source: PullSource | KafkaSource | RedisSource | null = null;
+  /** The source when it is an endless, group-managed one (Kafka, Redis): its own readiness counts. */
+  #endless: KafkaSource | RedisSource | null = null;
   #ready = false;
   #stopped = false;
   #fatal: Error | null = null;
@@ -90,8 +91,7 @@ export class Pipeline {
   }
 
   get ready(): boolean {
-    const s = this.#source;
-    return this.#ready && this.#fatal === null && (s instanceof KafkaSource || s instanceof RedisSource ? s.ready : true);
+    return this.#ready && this.#fatal === null && (this.#endless?.ready ?? true);
   }
 
   /** Stop intake; run() then finishes in-flight batches, flushes and returns. */
@@ -121,7 +121,7 @@ export class Pipeline {
     });
     metrics.poolThreads.set(config.workerThreads);
     const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
-    const deadLetter = createDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
+    const deadLetter = await openDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
     const engine: Engine = new Engine({
       pool,
       sink,
@@ -149,8 +149,10 @@ export class Pipeline {
       },
     });
     let source: PullSource | KafkaSource | RedisSource;
+    let pull: PullSource | null = null;
     if (config.source.kind === 'kafka') {
-      source = new KafkaSource({
+      const { KafkaSource } = await import('./sources/kafka/source.js');
+      source = this.#endless = new KafkaSource({
         kafka: config.kafka,
         engine,
         metrics,
@@ -166,7 +168,8 @@ export class Pipeline {
         ...(config.sink.kind === 'postgres' ? { commitStoredPositions: true } : {}),
       });
     } else if (config.source.kind === 'redis') {
-      source = new RedisSource({
+      const { RedisSource } = await import('./sources/redis/source.js');
+      source = this.#endless = new RedisSource({
         redis: config.redis,
         engine,
         metrics,
@@ -181,18 +184,22 @@ export class Pipeline {
         ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
     } else {
-      source = createPullSource(config);
+      source = pull = createPullSource(config);
     }
     this.#source = source;
     if (this.#stopped) source.stop();
     // The statistics API reads the PostgreSQL store through its own small pool: a slow query (percentiles
     // over months) must not hold the connections the sink needs for writes and position commits.
     const api = config.api.enabled && config.sink.kind === 'postgres' ? config.api : null;
-    const apiPool = api === null || config.sink.kind !== 'postgres'
-      ? null
-      : new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
-    apiPool?.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
-    const apiServer = api === null || apiPool === null ? null : new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: apiPool, logger, auth: api.tokens ?? 'none' }) });
+    let apiPool: import('pg').Pool | null = null;
+    let apiServer: import('./http/api-server.js').ApiServer | null = null;
+    if (api !== null && config.sink.kind === 'postgres') {
+      const [{ default: pg }, { ApiServer }, { API_DEFAULTS, createStatisticsApi }] = await Promise.all([import('pg'), import('./http/api-server.js'), import('./api/index.js')]);
+      const p = new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
+      p.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
+      apiPool = p;
+      apiServer = new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: p, logger, auth: api.tokens ?? 'none' }) });
+    }
     const http = new HttpServer({
       host: config.metricsHost,
       port: config.metricsPort,
@@ -224,12 +231,12 @@ export class Pipeline {
         logger.info(`statistics API off: ${config.api.reason}`);
       }
       this.#ready = true;
-      if (source instanceof KafkaSource || source instanceof RedisSource) {
+      if (pull === null) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
-        await source.run();
+        await this.#endless?.run();
       } else {
-        this.#startProgress(source, engine, started);
-        for await (const batch of source.batches()) {
+        this.#startProgress(pull, engine, started);
+        for await (const batch of pull.batches()) {
           await engine.submit(batch);
           if (this.#stopped) break;
         }

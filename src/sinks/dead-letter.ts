@@ -2,7 +2,7 @@
 // came from, to a file, stderr or a Kafka topic.
 import type { Logger } from 'pino';
 import type { DeadLetterSpec, KafkaConfig } from '../config/index.js';
-import { KafkaDeadLetter } from './dead-letter-kafka.js';
+import { StreamstatsError } from '../errors.js';
 import type { Metrics } from '../metrics/index.js';
 import { NdjsonWriter } from './ndjson.js';
 import { RotatingNdjsonFile } from './rotating-file.js';
@@ -10,8 +10,18 @@ import type { DeadLetter } from './types.js';
 
 export type { DeadLetter, DeadLetterEntry } from './types.js';
 
-export function createDeadLetter(spec: DeadLetterSpec, deps: { logger: Logger; kafka: KafkaConfig; metrics: Pick<Metrics, 'deadLetterRotations' | 'deadLetterDeletedBytes'> }): DeadLetter {
-  if (spec.kind === 'kafka') return new KafkaDeadLetter({ kafka: deps.kafka, topic: spec.topic, compression: spec.compression, logger: deps.logger });
+type DeadLetterDeps = { logger: Logger; kafka: KafkaConfig; metrics: Pick<Metrics, 'deadLetterRotations' | 'deadLetterDeletedBytes'> };
+
+/** Any dead-letter output; the Kafka client is loaded only when the output is a topic. */
+export async function openDeadLetter(spec: DeadLetterSpec, deps: DeadLetterDeps): Promise<DeadLetter> {
+  if (spec.kind !== 'kafka') return createDeadLetter(spec, deps);
+  const { KafkaDeadLetter } = await import('./dead-letter-kafka.js');
+  return new KafkaDeadLetter({ kafka: deps.kafka, topic: spec.topic, compression: spec.compression, logger: deps.logger });
+}
+
+/** A file or stderr dead-letter output (openDeadLetter opens a Kafka one). */
+export function createDeadLetter(spec: DeadLetterSpec, deps: DeadLetterDeps): DeadLetter {
+  if (spec.kind === 'kafka') throw new StreamstatsError('STREAMSTATS_SINK', 'DEAD_LETTER=kafka: open it with openDeadLetter(), which loads the Kafka client');
   const w = spec.kind === 'stderr' ? new NdjsonWriter(process.stderr, false, 'stderr') : rotatingFile(spec, deps);
   return {
     describe: w.describe,

@@ -3,13 +3,13 @@ import type { Logger } from 'pino';
 import type { SinkSpec } from '../config/index.js';
 import { WRITTEN_ALL, type Sink } from './types.js';
 import { NdjsonWriter } from './ndjson.js';
-import { PostgresSink } from './postgres/sink.js';
-import { KafkaSink } from './kafka/index.js';
 import type { KafkaConfig } from '../config/index.js';
 
 export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string; kafka: KafkaConfig }): Promise<Sink> {
   switch (spec.kind) {
-    case 'kafka':
+    // The Kafka and PostgreSQL clients are loaded only by the jobs that write there.
+    case 'kafka': {
+      const { KafkaSink } = await import('./kafka/index.js');
       return new KafkaSink({
         kafka: deps.kafka,
         topic: spec.topic,
@@ -18,8 +18,11 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
         compression: spec.compression,
         logger: deps.logger,
       });
-    case 'postgres':
+    }
+    case 'postgres': {
+      const { PostgresSink } = await import('./postgres/sink.js');
       return PostgresSink.open(spec.url, deps);
+    }
     case 'stdout':
     case 'file': {
       const w = spec.kind === 'stdout' ? new NdjsonWriter(process.stdout, false, 'stdout') : NdjsonWriter.toFile(spec.path);
