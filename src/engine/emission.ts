@@ -47,6 +47,19 @@ export function splitCells<T extends CellList>(cells: T, limits: ChunkLimits): T
 }
 
 export function windowCount(cells: CellList): number {
+  // A close hands out windows oldest first, each window's cells together: then the windows are the
+  // runs of equal starts (a Set of the starts boxed every one of these doubles). Any other order: the Set.
+  let runs = cells.length > 0 ? 1 : 0;
+  for (let i = 1; i < cells.length; i++) {
+    const a = cellStart(cells, i - 1);
+    const b = cellStart(cells, i);
+    if (b < a) return distinctStarts(cells);
+    if (b !== a) runs++;
+  }
+  return runs;
+}
+
+function distinctStarts(cells: CellList): number {
   const seen = new Set<number>();
   for (let i = 0; i < cells.length; i++) seen.add(cellStart(cells, i));
   return seen.size;

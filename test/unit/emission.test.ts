@@ -5,7 +5,9 @@ import { emptyMoments, mergeMoments } from '../../src/core/stats.js';
 import { seriesKey } from '../../src/core/series.js';
 import { RowFormatter } from '../../src/windows/row.js';
 import type { ClosedCell } from '../../src/windows/store.js';
-import { formatWhole, rowBytesEstimate, splitCells } from '../../src/engine/emission.js';
+import { formatWhole, rowBytesEstimate, splitCells, windowCount } from '../../src/engine/emission.js';
+import { ClosedCells, STAT } from '../../src/windows/cells.js';
+import { Rng } from '../fixtures/gen.js';
 
 function cells(n: number, valueBytes = 4): ClosedCell[] {
   return Array.from({ length: n }, (_, i) => {
@@ -51,4 +53,16 @@ t.test('formatWhole yields to the event loop between chunks', async (t) => {
   await formatWhole(new RowFormatter(60_000, 1000, []), splitCells(all, { rows: 5_000, bytes: Number.MAX_SAFE_INTEGER }), undefined);
   clearInterval(timer);
   t.ok(ticks - startTicks >= 5, `timers ran while 40 chunks were formatted (${ticks - startTicks} ticks)`);
+});
+
+t.test('windowCount: the distinct window starts, whatever the order of the cells', async (t) => {
+  const rng = new Rng(7);
+  for (let round = 0; round < 200; round++) {
+    const n = rng.int(0, 60);
+    const starts = Array.from({ length: n }, () => 1_581_424_920_000 + 60_000 * rng.int(0, 6));
+    // Mostly as a close hands them out (sorted); sometimes in any order.
+    if (round % 3 !== 0) starts.sort((a, b) => a - b);
+    const cells = new ClosedCells(starts.map((_, i) => `k${i}`), Float64Array.from(starts), new Float64Array(n * STAT.STRIDE), null);
+    t.equal(windowCount(cells), new Set(starts).size, `round ${round}: ${n} cells`);
+  }
 });
