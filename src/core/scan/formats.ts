@@ -230,8 +230,18 @@ export function isoMs(buf: Uint8Array, s: number, e: number): number {
   }
   if (p < e && buf[p] === 0x5a) p++;
   if (p !== e) return NaN;
-  return Date.UTC(y, mo - 1, d, h, mi, sec, ms);
+  const day = (y * 100 + mo) * 100 + d;
+  if (day !== lastDay) {
+    lastDayMs = Date.UTC(y, mo - 1, d);
+    lastDay = day;
+  }
+  return lastDayMs + ((h * 60 + mi) * 60 + sec) * 1000 + ms;
 }
+
+// The day of the last event time read (YYYYMMDD) and its start: samples of a stream share a day, and
+// Date.UTC per record was a fifth of reading a timestamp.
+let lastDay = -1;
+let lastDayMs = 0;
 
 function digits(buf: Uint8Array, s: number, n: number): number {
   let v = 0;
