@@ -89,6 +89,31 @@ export function clearMomentsAt(a: Float64Array, o: number): void {
 }
 
 /** mergeMoments(cell at a[o], b) with b's fields as arguments: the same arithmetic, in the same order. */
+/**
+ * mergeMomentsAt of the moments laid out at b[bo..bo + MOMENT.STRIDE): the numbers are read where they
+ * are, not passed as ten arguments (a call that is not inlined boxes each double argument).
+ */
+export function mergeMomentsFrom(a: Float64Array, o: number, b: Float64Array, bo: number): void {
+  const count = b[bo + MOMENT.COUNT]!;
+  if (count === 0) return;
+  const ac = a[o + MOMENT.COUNT]!;
+  if (ac === 0) {
+    for (let k = 0; k < MOMENT.STRIDE; k++) a[o + k] = b[bo + k]!;
+    return;
+  }
+  const n = ac + count;
+  const am = a[o + MOMENT.MEAN]!;
+  const delta = b[bo + MOMENT.MEAN]! - am;
+  a[o + MOMENT.MEAN] = am + delta * (count / n);
+  a[o + MOMENT.M2] = a[o + MOMENT.M2]! + (b[bo + MOMENT.M2]! + delta * delta * ((ac * count) / n));
+  a[o + MOMENT.COUNT] = n;
+  if (b[bo + MOMENT.MIN]! < a[o + MOMENT.MIN]!) a[o + MOMENT.MIN] = b[bo + MOMENT.MIN]!;
+  if (b[bo + MOMENT.MAX]! > a[o + MOMENT.MAX]!) a[o + MOMENT.MAX] = b[bo + MOMENT.MAX]!;
+  a[o + MOMENT.SUM] = a[o + MOMENT.SUM]! + b[bo + MOMENT.SUM]!;
+  if (b[bo + MOMENT.TS_MIN]! < a[o + MOMENT.TS_MIN]!) a[o + MOMENT.TS_MIN] = b[bo + MOMENT.TS_MIN]!;
+  if (b[bo + MOMENT.TS_MAX]! > a[o + MOMENT.TS_MAX]!) a[o + MOMENT.TS_MAX] = b[bo + MOMENT.TS_MAX]!;
+}
+
 export function mergeMomentsAt(a: Float64Array, o: number, count: number, mean: number, m2: number, min: number, max: number, sum: number, tsMin: number, tsMax: number): void {
   if (count === 0) return;
   const ac = a[o + MOMENT.COUNT]!;

@@ -84,12 +84,13 @@ export class StreamClock {
    * confirm-th latest record is within the bound of its latest (the whole stream moved on). Anything
    * else goes through observe().
    */
-  observeCells(cells: Float64Array, at: readonly number[]): void {
+  observeCells(cells: Float64Array, at: ArrayLike<number>): void {
     if (this.#held.length === 0 && this.#confirm <= MAX_FAST_CONFIRM) {
       let tmin = Infinity;
       let tmax = -Infinity;
       let total = 0;
-      for (const o of at) {
+      for (let j = 0; j < at.length; j++) {
+        const o = at[j]!;
         const count = cells[o + CELL.COUNT]!;
         if (count <= 0) continue;
         total += count;
@@ -113,7 +114,10 @@ export class StreamClock {
       }
     }
     const points: TimePoint[] = [];
-    for (const o of at) cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, cells[o + CELL.COUNT]!, points);
+    for (let j = 0; j < at.length; j++) {
+      const o = at[j]!;
+      cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, cells[o + CELL.COUNT]!, points);
+    }
     this.observe(points);
   }
 
@@ -134,7 +138,7 @@ const MAX_FAST_CONFIRM = 64;
  * The time of the confirm-th latest record among the partials' points (cellPoints: n - 1 records at
  * tsMin, one at tsMax), from the confirm latest points (each holds at least one record).
  */
-function confirmedTime(cells: Float64Array, at: readonly number[], confirm: number): number {
+function confirmedTime(cells: Float64Array, at: ArrayLike<number>, confirm: number): number {
   const ts = new Float64Array(confirm);
   const ns = new Float64Array(confirm);
   let k = 0;
@@ -150,7 +154,8 @@ function confirmedTime(cells: Float64Array, at: readonly number[], confirm: numb
     ts[i] = t;
     ns[i] = n;
   };
-  for (const o of at) {
+  for (let j = 0; j < at.length; j++) {
+    const o = at[j]!;
     const count = cells[o + CELL.COUNT]!;
     if (count <= 0) continue;
     offer(cells[o + CELL.TS_MAX]!, 1);

@@ -3,7 +3,7 @@
 // Windows are stored window-first: all series share the epoch-aligned window starts, so closing is a
 // walk over a handful of starts, not over every series.
 import { CELL, type DecodeResult } from '../core/messages.js';
-import { clearMomentsAt, mergeMomentsAt, MOMENT } from '../core/stats.js';
+import { clearMomentsAt, mergeMomentsFrom, MOMENT } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
 import { Sketch } from '../core/sketch.js';
 import { ClosedCells } from './cells.js';
@@ -70,6 +70,12 @@ export interface ApplyOutcome {
  */
 const PAGE_BITS = 12;
 const PAGE_MASK = (1 << PAGE_BITS) - 1;
+// A partial's moments sit in its CELL layout in MOMENT order from CELL.COUNT on: apply() merges them
+// from there (mergeMomentsFrom). Checked once, here, so a change to either layout cannot go unseen.
+for (const k of ['COUNT', 'MEAN', 'M2', 'MIN', 'MAX', 'SUM', 'TS_MIN', 'TS_MAX'] as const) {
+  if (CELL[k] !== CELL.COUNT + MOMENT[k]) throw new Error(`CELL.${k} is not CELL.COUNT + MOMENT.${k}: core/messages.ts and core/stats.ts disagree`);
+}
+
 /** Numbers per cell: its moments (MOMENT), then its window start. */
 const NUM_STRIDE = MOMENT.STRIDE + 1;
 const WS = MOMENT.STRIDE;
@@ -118,6 +124,7 @@ export class WindowStore {
   readonly #sketches: Array<Sketch | undefined> = [];
   readonly #windows = new Map<number, OpenWindow>();
   #lastWindowCells = 64;
+  #evidence = new Int32Array(0);
 
   constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
@@ -160,8 +167,14 @@ export class WindowStore {
     let accepted = 0;
     const cells = result.cells;
     const so = result.sketchOffsets;
-    // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells).
-    const evidence: number[] = [];
+    // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells),
+    // in a reused array (a fresh one grown cell by cell was most of what a batch's merge allocated).
+    if (this.#evidence.length * CELL.STRIDE < cells.length) this.#evidence = new Int32Array(cells.length / CELL.STRIDE);
+    const evidence = this.#evidence;
+    let evidenceN = 0;
+    // The window whose smallest position this batch already noted: a batch's cells are grouped by window,
+    // and a Map lookup with a double key boxes it.
+    let notedWs = Number.NaN;
     const nums = this.#nums;
     const links = this.#links;
     for (let o = 0; o < cells.length; o += CELL.STRIDE) {
@@ -201,20 +214,17 @@ export class WindowStore {
           for (let j = so[cell]!; j < so[cell + 1]!; j++) sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
         }
       }
-      if (positions !== undefined) {
+      if (positions !== undefined && ws !== notedWs) {
         const p = this.#minPosition.get(ws);
         if (p === undefined || positions.start < p) this.#minPosition.set(ws, positions.start);
+        notedWs = ws;
       }
-      mergeMomentsAt(
-        nums[slot >> PAGE_BITS]!, (slot & PAGE_MASK) * NUM_STRIDE, count,
-        cells[o + CELL.MEAN]!, cells[o + CELL.M2]!, cells[o + CELL.MIN]!, cells[o + CELL.MAX]!,
-        cells[o + CELL.SUM]!, cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!,
-      );
-      evidence.push(o);
+      mergeMomentsFrom(nums[slot >> PAGE_BITS]!, (slot & PAGE_MASK) * NUM_STRIDE, cells, o + CELL.COUNT);
+      evidence[evidenceN++] = o;
       accepted += count;
     }
     if (positions !== undefined) this.#appliedEnd = positions.end;
-    this.#clock.observeCells(cells, evidence);
+    this.#clock.observeCells(cells, evidence.subarray(0, evidenceN));
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
     return { late, overLimit, accepted };
   }
