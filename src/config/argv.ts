@@ -34,16 +34,23 @@ export function argvToEnv(argv: readonly string[], env: Env): Record<string, str
 
 /** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours. */
 function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  // Three rows of the table (the swap looks two back), reused: start-up runs this for every
+  // variable of the environment against every option.
+  const w = b.length + 1;
+  let prev2 = new Int32Array(w);
+  let prev = Int32Array.from({ length: w }, (_, j) => j);
+  let cur = new Int32Array(w);
   for (let i = 1; i <= a.length; i++) {
+    cur[0] = i;
     for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
-      d[i]![j] = v;
+      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
+      let v = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a.charCodeAt(i - 1) === b.charCodeAt(j - 2) && a.charCodeAt(i - 2) === b.charCodeAt(j - 1)) v = Math.min(v, prev2[j - 2]! + 1);
+      cur[j] = v;
     }
+    [prev2, prev, cur] = [prev, cur, prev2];
   }
-  return d[a.length]![b.length]!;
+  return prev[b.length]!;
 }
 
 /** Prefixes that two or more options share (KAFKA_, GEN_, MAX_, ...): a variable with one is meant for us. */
@@ -72,16 +79,20 @@ export function unknownVariables(env: Env, extra: readonly string[] = []): Array
   const out: Array<{ name: string; closest: string }> = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || known.has(name) || notOurs(name, value)) continue;
+    // Short names are close to too much (LINK is one edit from SINK): one edit from 5 letters on,
+    // two from 8; shorter ones only by exact prefix.
+    const reach = name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0;
+    const prefixed = OPTION_PREFIXES.some((p) => name.startsWith(p));
     let closest = '';
     let best = Infinity;
     for (const o of known) {
+      // Without one of our prefixes only a near option counts, and a length apart by more than
+      // the reach is never near: most of the environment is decided without a table.
+      if (!prefixed && Math.abs(o.length - name.length) > reach) continue;
       const dist = editDistance(name, o);
       if (dist < best) [best, closest] = [dist, o];
     }
-    // Short names are close to too much (LINK is one edit from SINK): one edit from 5 letters on,
-    // two from 8; shorter ones only by exact prefix.
-    const near = best <= (name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0);
-    if (near || OPTION_PREFIXES.some((p) => name.startsWith(p))) out.push({ name, closest });
+    if (best <= reach || prefixed) out.push({ name, closest });
   }
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
