@@ -8,7 +8,7 @@
 // Alone: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_COMMIT, BASE_TREE, GEN_COUNT)
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCommit, givenTree, type BaseTree } from '../lib/base-tree.js';
@@ -26,27 +26,50 @@ interface Timed {
   readonly stdout: string;
   readonly stderr: string;
   readonly cpuSeconds: number;
+  readonly wallSeconds: number;
   readonly maxRssBytes: number;
+  /** CPU seconds per kind of thread (thread-cpu-preload): MAIN, WorkerThread, V8Worker, libuv-worker. */
+  readonly threads: Readonly<Record<string, number>>;
 }
+
+/** Every run gets the per-thread CPU preload: where the CPU went, not only how much. */
+const THREAD_CPU = ['--import', join(ROOT, 'dist/bench/lib/thread-cpu-preload.js')];
 
 function timed(args: readonly string[], env: Record<string, string>): Promise<Timed> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S %M', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S %M %e', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
-      const m = /CPU ([\d.]+) ([\d.]+) (\d+)\s*$/.exec(stderr);
+      const m = /CPU ([\d.]+) ([\d.]+) (\d+) ([\d.]+)\s*$/.exec(stderr);
+      const t = stderr.split('\n').find((l) => l.startsWith('{"bench":"threads"'));
+      const threads = t === undefined ? {} : (JSON.parse(t) as { threads: Record<string, number> }).threads;
       if (code !== 0 || m === null) reject(new Error(`${args.join(' ')} exited ${code}: ${stderr.slice(-500)}`));
-      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]), maxRssBytes: Number(m[3]) * 1024 });
+      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]), wallSeconds: Number(m[4]), maxRssBytes: Number(m[3]) * 1024, threads });
     });
   });
 }
 
 function sample(records: number, recordsPerSecond: number, elapsedSeconds: number, t: Timed): Sample {
-  return { recordsPerSecond, elapsedSeconds, peakRssBytes: t.maxRssBytes, extra: { cpuUsPerRecord: (t.cpuSeconds * 1e6) / records, records } };
+  const us = (s: number | undefined): number => ((s ?? 0) * 1e6) / records;
+  return {
+    recordsPerSecond,
+    elapsedSeconds,
+    peakRssBytes: t.maxRssBytes,
+    extra: {
+      cpuUsPerRecord: (t.cpuSeconds * 1e6) / records,
+      records,
+      mainUs: us(t.threads['MAIN']),
+      workerUs: us(t.threads['WorkerThread']),
+      v8Us: us(t.threads['V8Worker']),
+      libuvUs: us(t.threads['libuv-worker']),
+      // Whole process, start to exit: how many of the machine's cores the run kept busy on average.
+      cores: t.cpuSeconds / t.wallSeconds,
+    },
+  };
 }
 
 function cli(tree: string, id: string, label: string, vars: Record<string, string>, count: number, dir: string): Variant {
@@ -58,7 +81,7 @@ function cli(tree: string, id: string, label: string, vars: Record<string, strin
       const out = join(dir, `${id}.ndjson`);
       rmSync(out, { force: true });
       const env = { METRICS_PORT: '0', SINK: `file:${out}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`, GEN_COUNT: String(count), PROGRESS: 'off', LOG_LEVEL: 'info', ...vars };
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), join(tree, 'dist/src/cli.js')], env);
+      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(tree, 'dist/src/cli.js')], env);
       const done = t.stderr.split('\n').find((l) => l.includes('"msg":"done"'));
       if (done === undefined) throw new Error(`${id}: no summary line`);
       const s = (JSON.parse(done) as { summary: { records: number; recordsPerSecond: number; elapsedSeconds: number; ok: number } }).summary;
@@ -74,7 +97,7 @@ function baseline(count: number, dir: string): Variant {
     label: 'single-threaded whole-job baseline (bench/scenarios/baseline-job.ts)',
     config: { GEN_COUNT: count },
     run: async () => {
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
+      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
       const j = JSON.parse(t.stdout) as { records: number; recordsPerSecond: number; elapsedSeconds: number };
       return sample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
     },
@@ -90,6 +113,8 @@ function baseTree(log: (l: string) => void): BaseTree | null {
 }
 
 const cpu = (v: VariantResult): number => v.extra['cpuUsPerRecord']?.median ?? NaN;
+const ex = (v: VariantResult, k: string): string => (v.extra[k]?.median ?? NaN).toFixed(2);
+const cpus = availableParallelism();
 const rps = (v: VariantResult): number => v.recordsPerSecond.median;
 const met = (x: number, target: number): string => `${fmt.ratio(x)} (target ${target}x: **${x >= target ? 'met' : 'not met'}**)`;
 
@@ -151,6 +176,18 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
       `- pool / in-thread: ${met(rps(p) / rps(t), TARGETS.poolVsInThread)}`,
       `- pool / single-threaded whole-job baseline: ${met(rps(p) / rps(b), TARGETS.poolVsBaseline)}`,
       `- CPU per record, pool / baseline: ${fmt.ratio(cpu(p) / cpu(b))}; in-thread / baseline: ${fmt.ratio(cpu(t) / cpu(b))}`,
+      '',
+      '**Where the CPU goes** (us per record by kind of thread, `bench/lib/thread-cpu-preload.ts`; medians): main thread, decode workers, ' +
+        "V8's helper threads (concurrent and parallel GC, background compilation) and libuv's (the file writes), and the cores the run kept busy " +
+        '(process CPU / wall time, start to exit).',
+      '',
+      '| variant | main | workers | V8 helpers | libuv | all | cores busy |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+      ...results.map((r) => `| ${r.label} | ${ex(r, 'mainUs')} | ${ex(r, 'workerUs')} | ${ex(r, 'v8Us')} | ${ex(r, 'libuvUs')} | ${cpu(r).toFixed(2)} | ${ex(r, 'cores')} |`),
+      '',
+      `In-thread keeps ${ex(t, 'cores')} cores busy by itself (V8's and libuv's threads work beside its one JavaScript thread), so on ` +
+        `${cpus} cores no split of the work can take the pool past ${fmt.ratio(cpus / (t.extra['cores']?.median ?? NaN))} in-thread, ` +
+        'even with a free hand-off between the threads.',
     ];
     let headline = `throughput: pool ${fmt.int(rps(p))} rec/s (${cpu(p).toFixed(2)} us CPU/rec), in-thread ${fmt.int(rps(t))}, baseline ${fmt.int(rps(b))}; pool/in-thread ${fmt.ratio(rps(p) / rps(t))}, pool/baseline ${fmt.ratio(rps(p) / rps(b))}`;
     if (base !== null) {
