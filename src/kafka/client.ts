@@ -5,6 +5,10 @@ import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';
 import { withTimeout } from '../async/index.js';
 import { registerCodecs } from './codecs.js';
+import { patchRequestQueue } from './request-queue.js';
+
+// Before any client exists: every connection's request queue gets it.
+patchRequestQueue();
 
 const KafkaLogLevel = kafkajs.logLevel;
 
