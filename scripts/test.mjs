@@ -1,5 +1,6 @@
 // `npm test`: build, make sure a Kafka broker is there (KAFKA_BROKERS, or the local one from
-// scripts/kafka.sh, started here and stopped after), then run tap with any arguments given.
+// scripts/kafka.sh: started here and stopped after, or, when it was running already, used and left
+// running), then run tap with any arguments given.
 // `npm run test:faults` (--faults): the long fault-injection suite in test/faults instead.
 // --no-build skips the build, for a caller that has just built (CI runs test:faults after npm test).
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,13 +15,17 @@ if (!noBuild && run('npm', ['run', 'build', '--silent']).status !== 0) process.e
 
 let started = false;
 if (!process.env.KAFKA_BROKERS) {
+  // A broker that was running before (a developer's, another checkout's test run) is used and left
+  // running: stopping it at the end deleted its data under whoever else was using it.
+  const before = spawnSync('bash', ['scripts/kafka.sh', 'status'], { cwd: root, encoding: 'utf8' });
+  const wasRunning = !before.stdout.startsWith('not running');
   const r = spawnSync('bash', ['scripts/kafka.sh', 'start'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (r.status !== 0) {
     process.stderr.write('npm test: the Kafka tests need a broker: set KAFKA_BROKERS, or let scripts/kafka.sh start one (needs Java 17 and Maven)\n');
     process.exit(1);
   }
   process.env.KAFKA_BROKERS = r.stdout.trim().split('\n').pop();
-  started = true;
+  started = !wasRunning;
 }
 
 const stop = () => {
