@@ -1,6 +1,6 @@
 // Issue 14, Kafka -> file, the Kafka intake's main-thread work alone, as the source does it per fetch:
 // the fetch record set decoded (the tree's src/sources/kafka/records.ts, installed as kafkajs's
-// decoder is), kafkajs's Batch (consumer/batch.js, or what the tree puts in its place), and the
+// decoder is), kafkajs's Batch (consumer/batch.js, or the tree's src/sources/kafka/batch.ts), and the
 // tree's cutFetch packing the messages into shared batch buffers with their positions and keys; the
 // engine's part is played by giving each batch back (Batch.release) once 4 later ones were cut, as
 // the pool's in-flight bound does. No broker and no other thread: N seed-000 messages keyed by series
@@ -93,11 +93,11 @@ async function build(): Promise<{ sets: Array<{ buf: Buffer; first: string }>; b
 async function load(label: string, tree: string): Promise<Tree> {
   const url = (p: string) => pathToFileURL(join(tree, 'dist', 'src', 'sources', 'kafka', p)).href;
   const records = (await import(url('records.js'))) as { decodeMessages: Decode };
-  const fetch = (await import(url('fetch.js'))) as { cutFetch: Tree['cut']; installFastBatch?: () => boolean };
-  delete require.cache[batchPath];
-  fetch.installFastBatch?.();
-  const Batch = require(batchPath) as BatchClass;
-  delete require.cache[batchPath];
+  const fetch = (await import(url('fetch.js'))) as { cutFetch: Tree['cut'] };
+  // A tree with ./batch.ts has its own Batch for kafkajs's consumer (installFastBatch puts it in
+  // kafkajs's place; this process has loaded kafkajs's consumer already, so it is called directly).
+  const batch = (await import(url('batch.js')).catch(() => null)) as { FastBatch: BatchClass } | null;
+  const Batch = batch?.FastBatch ?? (require(batchPath) as BatchClass);
   const recycle = (await import(pathToFileURL(join(tree, 'dist', 'src', 'sources', 'recycle.js')).href)) as { BufferRecycler: new () => object };
   return { label, decode: records.decodeMessages, Batch, cut: fetch.cutFetch, options: { ...OPTIONS, recycler: new recycle.BufferRecycler() } };
 }

@@ -10,7 +10,7 @@
 //   KB_MESSAGES=1000000 KB_ROUNDS=3 KB_PARTITIONS=4
 //   KB_TREES=new=/work/wt-kafka,base=/tmp/base-kafka   (label=checkout with a built dist/)
 //   KB_VARIANTS=bare,job,ss:new,ss0:new,ss:base,ss0:base  (ss = WORKER_THREADS=auto, ss0 = 0)
-//   KB_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' (engine runs only)   KB_TOPIC=<existing loaded topic> (else one is made, loaded and deleted)   KB_ENV_<label>=A=1;B=2 (extra engine vars)
+//   KB_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' (engine runs only; KB_NODE_ARGS_<label> for one tree's)   KB_TOPIC=<existing loaded topic> (else one is made, loaded and deleted)   KB_ENV_<label>=A=1;B=2 (extra engine vars)
 // Prints one line per run and a JSON summary (medians, ratios) at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -91,7 +91,7 @@ function runChild(script: string, args: readonly string[]): Promise<Run> {
   });
 }
 
-async function runEngine(tree: string, topic: string, n: number, vars: Readonly<Record<string, string>>): Promise<Run> {
+async function runEngine(tree: string, topic: string, n: number, vars: Readonly<Record<string, string>>, nodeArgText: string | undefined): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), 'streamstats-kb-'));
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
@@ -109,7 +109,7 @@ async function runEngine(tree: string, topic: string, n: number, vars: Readonly<
     DEAD_LETTER: `file:${join(dir, 'dead-letter.ndjson')}`,
     ...vars,
   };
-  const nodeArgs = (process.env.KB_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const nodeArgs = (nodeArgText ?? '').split(' ').filter((a) => a !== '');
   const { child, closed } = spawnCli(env, { entry: join(tree, 'dist', 'src', 'cli.js'), nodeArgs });
   try {
     let first: { t: number; cpu: Cpu } | null = null;
@@ -196,7 +196,7 @@ async function main(): Promise<void> {
     const [kind, label] = name.split(':') as [string, string];
     const tree = trees.get(label);
     if (tree === undefined || (kind !== 'ss' && kind !== 'ss0')) throw new Error(`unknown variant ${name}`);
-    return runEngine(tree, topic, n, { ...(kind === 'ss0' ? { WORKER_THREADS: '0' } : {}), ...envOf(process.env[`KB_ENV_${label}`]) });
+    return runEngine(tree, topic, n, { ...(kind === 'ss0' ? { WORKER_THREADS: '0' } : {}), ...envOf(process.env[`KB_ENV_${label}`]) }, process.env[`KB_NODE_ARGS_${label}`] ?? process.env.KB_NODE_ARGS);
   };
   const runs = new Map<string, Run[]>(names.map((v) => [v, []]));
   try {

@@ -77,6 +77,8 @@ export class FastRecord {
   constructor(
     readonly attributes: number,
     readonly offset: string,
+    /** The offset as a number (a safe integer: the fast path takes no other), for ./batch.ts. */
+    readonly position: number,
     readonly key: Buffer | null,
     readonly batchContext: { readonly magicByte: number; readonly maxTimestamp: string; readonly timestampType: number },
     /** The record set the value is in, where, and how long (-1: null). */
@@ -234,6 +236,7 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): number {
       out.push(new FastRecord(
         recAttributes > 127 ? recAttributes - 256 : recAttributes,
         String(offset),
+        offset,
         keyLen === -1 ? null : buf.subarray(keyAt, keyAt + keyLen),
         batchContext,
         buf,

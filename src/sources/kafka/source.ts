@@ -24,6 +24,7 @@ import { cutFetch } from './fetch.js';
 import { flushIdle } from './idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
+import { installFastBatch } from './batch.js';
 import { installFastRecords } from './records.js';
 import { restore } from './restore.js';
 import { GroupSession } from './session.js';
@@ -82,6 +83,7 @@ export class KafkaSource {
     registerCodecs(opts.intakeMaxBytes);
     // Before the first fetch: kafkajs loads its fetch response decoder lazily (./records.ts).
     if (!installFastRecords()) logger.debug('kafka: kafkajs fetch decoder already loaded, or not kafkajs 2.2.4: its own record decoding stays');
+    if (!installFastBatch()) logger.debug('kafka: kafkajs consumer loaded before ./preload.js, or not kafkajs 2.2.4: its own Batch stays');
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
     this.#intake = new Intake({
       maxBytes: opts.intakeMaxBytes,
