@@ -10,7 +10,7 @@
 //   KB_MESSAGES=1000000 KB_ROUNDS=3 KB_PARTITIONS=4
 //   KB_TREES=new=/work/wt-kafka,base=/tmp/base-kafka   (label=checkout with a built dist/)
 //   KB_VARIANTS=bare,job,ss:new,ss0:new,ss:base,ss0:base  (ss = WORKER_THREADS=auto, ss0 = 0)
-//   KB_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' (engine runs only)   KB_TOPIC=<existing loaded topic> (else one is made, loaded and deleted)   KB_ENV_<label>=A=1;B=2 (extra engine vars)
+//   KB_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' (engine runs only; KB_NODE_ARGS_<label> for one tree's)   KB_TOPIC=<existing loaded topic> (else one is made, loaded and deleted)   KB_ENV_<label>=A=1;B=2 (extra engine vars)
 // Prints one line per run and a JSON summary (medians, ratios) at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -31,12 +31,15 @@ const TICK_S = 100; // USER_HZ on Linux
 interface Cpu {
   readonly total: number;
   readonly main: number;
+  /** System time of every thread (page faults of fresh buffers show here). */
+  readonly sys: number;
 }
 
 /** CPU seconds of every thread of `pid`, and of its main thread, from /proc. */
 function cpuOf(pid: number): Cpu {
   let total = 0;
   let main = 0;
+  let sys = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     let stat: string;
     try {
@@ -47,19 +50,21 @@ function cpuOf(pid: number): Cpu {
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const s = (Number(f[11]) + Number(f[12])) / TICK_S;
     total += s;
+    sys += Number(f[12]) / TICK_S;
     if (Number(tid) === pid) main = s;
   }
   // Threads that ended are counted in the process's own totals, not in any task.
   const pf = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const p = pf.slice(pf.lastIndexOf(')') + 2).split(' ');
   total = Math.max(total, (Number(p[11]) + Number(p[12])) / TICK_S);
-  return { total, main };
+  return { total, main, sys: Math.max(sys, Number(p[12]) / TICK_S) };
 }
 
 interface Run {
   readonly seconds: number;
   readonly cpu: number;
   readonly mainCpu: number;
+  readonly sysCpu: number;
   readonly rows?: number;
 }
 
@@ -81,12 +86,12 @@ function runChild(script: string, args: readonly string[]): Promise<Run> {
       if (code !== 0 || first === null || last === null) return reject(new Error(`${script} exited with ${code}:\n${err.slice(-2000)}`));
       const f: { t: number; cpu: Cpu } = first;
       const l: { t: number; cpu: Cpu } = last;
-      resolve({ seconds: (l.t - f.t) / 1000, cpu: l.cpu.total - f.cpu.total, mainCpu: l.cpu.main - f.cpu.main });
+      resolve({ seconds: (l.t - f.t) / 1000, cpu: l.cpu.total - f.cpu.total, mainCpu: l.cpu.main - f.cpu.main, sysCpu: l.cpu.sys - f.cpu.sys });
     });
   });
 }
 
-async function runEngine(tree: string, topic: string, n: number, vars: Readonly<Record<string, string>>): Promise<Run> {
+async function runEngine(tree: string, topic: string, n: number, vars: Readonly<Record<string, string>>, nodeArgText: string | undefined): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), 'streamstats-kb-'));
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
@@ -104,7 +109,7 @@ async function runEngine(tree: string, topic: string, n: number, vars: Readonly<
     DEAD_LETTER: `file:${join(dir, 'dead-letter.ndjson')}`,
     ...vars,
   };
-  const nodeArgs = (process.env.KB_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const nodeArgs = (nodeArgText ?? '').split(' ').filter((a) => a !== '');
   const { child, closed } = spawnCli(env, { entry: join(tree, 'dist', 'src', 'cli.js'), nodeArgs });
   try {
     let first: { t: number; cpu: Cpu } | null = null;
@@ -124,7 +129,7 @@ async function runEngine(tree: string, topic: string, n: number, vars: Readonly<
       if (first === null && metricSum(ms, 'streamstats_messages_total') > 0) first = { t, cpu };
       if (first !== null && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n) {
         const rows = metricSum(ms, 'streamstats_windows_emitted_total');
-        return { seconds: (t - first.t) / 1000, cpu: cpu.total - first.cpu.total, mainCpu: cpu.main - first.cpu.main, rows };
+        return { seconds: (t - first.t) / 1000, cpu: cpu.total - first.cpu.total, mainCpu: cpu.main - first.cpu.main, sysCpu: cpu.sys - first.cpu.sys, rows };
       }
       if (t > deadline) throw new Error('streamstats did not apply every record within 600 s');
     }
@@ -191,7 +196,7 @@ async function main(): Promise<void> {
     const [kind, label] = name.split(':') as [string, string];
     const tree = trees.get(label);
     if (tree === undefined || (kind !== 'ss' && kind !== 'ss0')) throw new Error(`unknown variant ${name}`);
-    return runEngine(tree, topic, n, { ...(kind === 'ss0' ? { WORKER_THREADS: '0' } : {}), ...envOf(process.env[`KB_ENV_${label}`]) });
+    return runEngine(tree, topic, n, { ...(kind === 'ss0' ? { WORKER_THREADS: '0' } : {}), ...envOf(process.env[`KB_ENV_${label}`]) }, process.env[`KB_NODE_ARGS_${label}`] ?? process.env.KB_NODE_ARGS);
   };
   const runs = new Map<string, Run[]>(names.map((v) => [v, []]));
   try {
@@ -200,7 +205,8 @@ async function main(): Promise<void> {
         const x = await runOne(name);
         runs.get(name)!.push(x);
         process.stderr.write(
-          `round ${r + 1} ${name}: ${Math.round(n / x.seconds)} rec/s, ${x.seconds.toFixed(2)} s, ${((x.cpu / n) * 1e6).toFixed(2)} us CPU/rec, ` +
+          `round ${r + 1} ${name}: ${Math.round(n / x.seconds)} rec/s, ${x.seconds.toFixed(2)} s, ${((x.cpu / n) * 1e6).toFixed(2)} us CPU/rec ` +
+            `(main thread ${((x.mainCpu / n) * 1e6).toFixed(2)}, system ${((x.sysCpu / n) * 1e6).toFixed(2)}), ` +
             `main ${((x.mainCpu / x.seconds) * 100).toFixed(0)} %, all threads ${((x.cpu / x.seconds) * 100).toFixed(0)} %${x.rows === undefined ? '' : `, ${x.rows} rows`}\n`,
         );
       }
@@ -208,11 +214,13 @@ async function main(): Promise<void> {
   } finally {
     if (given === undefined && process.env.KB_KEEP !== '1') await deleteTopic(topic);
   }
-  const summary: Record<string, { recPerS: number; usPerRec: number; mainBusy: number; allBusy: number; runs: number[] }> = {};
+  const summary: Record<string, { recPerS: number; usPerRec: number; mainUsPerRec: number; sysUsPerRec: number; mainBusy: number; allBusy: number; runs: number[] }> = {};
   for (const [name, xs] of runs) {
     summary[name] = {
       recPerS: Math.round(median(xs.map((x) => n / x.seconds))),
       usPerRec: Number(median(xs.map((x) => (x.cpu / n) * 1e6)).toFixed(2)),
+      mainUsPerRec: Number(median(xs.map((x) => (x.mainCpu / n) * 1e6)).toFixed(2)),
+      sysUsPerRec: Number(median(xs.map((x) => (x.sysCpu / n) * 1e6)).toFixed(2)),
       mainBusy: Number(median(xs.map((x) => x.mainCpu / x.seconds)).toFixed(2)),
       allBusy: Number(median(xs.map((x) => x.cpu / x.seconds)).toFixed(2)),
       runs: xs.map((x) => Math.round(n / x.seconds)),

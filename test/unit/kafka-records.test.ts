@@ -47,8 +47,15 @@ function recordSet(batches: Buffer[]): Buffer {
   return e.buffer;
 }
 
+/** The fields of a kafkajs message, read by name (a FastRecord makes some of them when read). */
+const FIELDS = ['magicByte', 'attributes', 'timestamp', 'offset', 'key', 'value', 'headers', 'isControlRecord', 'batchContext'] as const;
+
 const plain = (ms: Array<Record<string, unknown>>) =>
-  ms.map((m) => ({ ...m, key: m.key === null ? null : (m.key as Buffer).toString('hex'), value: m.value === null ? null : (m.value as Buffer).toString('hex'), headers: JSON.stringify(m.headers, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('hex') : v)) }));
+  ms.map((m) => {
+    const out: Record<string, unknown> = {};
+    for (const f of FIELDS) out[f] = m[f];
+    return { ...out, key: m.key === null ? null : (m.key as Buffer).toString('hex'), value: m.value === null ? null : (m.value as Buffer).toString('hex'), headers: JSON.stringify(m.headers, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('hex') : v)) };
+  });
 
 async function both(set: Buffer): Promise<{ fast: unknown; ref: unknown }> {
   const run = async (f: typeof original) => {

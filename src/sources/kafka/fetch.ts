@@ -3,9 +3,10 @@
 // decompression bound refused are kept as empty messages with their reason, so every record is either
 // decoded or dead-lettered and a commit never skips one silently.
 import type { KafkaMessage } from 'kafkajs';
-import { BatchBuilder } from '../../core/batch.js';
 import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE } from '../../kafka/codecs.js';
+import type { BufferRecycler } from '../recycle.js';
 import type { SourceBatch } from '../types.js';
+import { FastRecord } from './records.js';
 
 export interface FetchCutOptions {
   /** Messages per batch handed to the pool. */
@@ -14,6 +15,11 @@ export interface FetchCutOptions {
   readonly batchMaxBytes: number;
   /** MAX_MESSAGE_BYTES: longer values are copied cut to this + 1 bytes (enough to reject them as too_large). */
   readonly maxMessageBytes?: number;
+  /**
+   * Where batch buffers come from and go back to (Batch.release): a fresh shared buffer is zero pages,
+   * and the first write of each page faults (./recycle.ts). Without one, every batch gets a fresh buffer.
+   */
+  readonly recycler?: BufferRecycler;
 }
 
 /** The part of a kafkajs Batch this reads. */
@@ -22,70 +28,97 @@ export interface Fetched {
   lastOffset(): string;
 }
 
+/** A stand-in for a record of a compressed batch refused by the decompression bound (kafka/codecs.ts). */
+function isRefused(m: KafkaMessage): boolean {
+  return (m as { attributes?: number }).attributes === REFUSED_RECORD_ATTRIBUTE && m.value !== null && m.value.length === 0;
+}
+
+/** Bytes of m that go into a batch: its value, cut to `cap` (none for a tombstone or a refused stand-in, which are empty). */
+function packedLength(m: KafkaMessage, cap: number): number {
+  // A FastRecord's value view is made only when read: its length is at hand without one.
+  const n = m instanceof FastRecord ? m.valueLength : (m.value?.length ?? 0);
+  return n > cap ? cap : n > 0 ? n : 0;
+}
+
 export function cutFetch(partition: number, fetched: Fetched, o: FetchCutOptions): SourceBatch[] {
   const out: SourceBatch[] = [];
   const msgs = fetched.messages;
-  if (msgs.length === 0) return out;
-  const maxMessageBytes = o.maxMessageBytes ?? Infinity;
-  // The batch buffers are shared memory that the allocator zero-fills, so every byte of capacity is
-  // resident while the batch waits in the intake queue (which counts message bytes, not capacity):
-  // size the first buffer to what the first batch holds, not to a fixed 1 MiB (100-message batches
-  // held 1 MiB each and the overload test's RSS grew by ~150 MiB).
-  let first = 0;
-  for (let i = 0; i < msgs.length && i < o.batchSize && first < o.batchMaxBytes; i++) first += Math.min(msgs[i]!.value?.length ?? 0, maxMessageBytes + 1);
-  const builder = new BatchBuilder(Math.min(o.batchMaxBytes, first + 64));
-  let positions: string[] = [];
-  let keys: Array<Buffer | null> = [];
-  let oversized = new Map<number, { bytes: number; detail?: string }>();
-  let refusal: string | null = null;
-  let firstTs = 0;
-  let lastTs = 0;
-  const cut = (endPosition: number) => {
-    const { data, offsets } = builder.take();
-    out.push({
-      partition,
-      data,
-      offsets,
-      positions,
-      keys,
-      startPosition: Number(positions[0]),
-      endPosition,
-      firstTimestampMs: firstTs,
-      lastTimestampMs: lastTs,
-      ...(oversized.size > 0 ? { oversized } : {}),
-    });
-    positions = [];
-    keys = [];
-    oversized = new Map();
-  };
-  for (let i = 0; i < msgs.length; i++) {
-    const m = msgs[i]!;
-    // Only a batch's first and last timestamps are kept: parse no other.
-    if (builder.count === 0) firstTs = Number(m.timestamp);
-    const attributes = (m as { attributes?: number }).attributes;
-    if (attributes === REFUSED_RECORD_ATTRIBUTE && m.value !== null && m.value.length === 0) {
-      // A stand-in for a record of a compressed batch refused by the decompression bound.
-      const h = m.headers?.[REFUSED_HEADER];
-      if (h !== undefined) refusal = String(h);
-      oversized.set(builder.count, { bytes: -1, detail: refusal ?? 'compressed record batch over the decompression bound: refused' });
-      builder.push(Buffer.alloc(0));
-    } else if (m.value !== null && m.value.length > maxMessageBytes) {
-      // Only what the decoder needs to reject it as too_large (and the dead letter keeps) is copied.
-      oversized.set(builder.count, { bytes: m.value.length });
-      builder.push(m.value.subarray(0, maxMessageBytes + 1));
-    } else {
-      // A null value (tombstone) becomes an empty message: dead-lettered as empty_message, not dropped.
-      builder.push(m.value ?? Buffer.alloc(0));
-    }
-    positions.push(m.offset);
-    keys.push(m.key ?? null);
-    if (i === msgs.length - 1) {
-      lastTs = Number(m.timestamp);
-      cut(Number(fetched.lastOffset()) + 1);
-    } else if (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes) {
-      lastTs = Number(m.timestamp);
-      cut(Number(msgs[i + 1]!.offset));
-    }
+  const cap = o.maxMessageBytes === undefined ? Infinity : o.maxMessageBytes + 1;
+  const state: CutState = { refusal: null };
+  for (let lo = 0; lo < msgs.length; ) {
+    // Where the batch ends and what it holds, before anything is copied: its buffer is made once, at
+    // that size, and never grows (a batch ends at batchSize messages or once it holds batchMaxBytes).
+    let hi = lo;
+    let bytes = 0;
+    do bytes += packedLength(msgs[hi++]!, cap);
+    while (hi < msgs.length && hi - lo < o.batchSize && bytes < o.batchMaxBytes);
+    const endPosition = hi === msgs.length ? Number(fetched.lastOffset()) + 1 : Number(msgs[hi]!.offset);
+    out.push(pack(partition, msgs, lo, hi, bytes, endPosition, o, state));
+    lo = hi;
   }
   return out;
+}
+
+/** What one batch of a fetch passes to the next. */
+interface CutState {
+  /** The last refusal reason seen in the fetch: a stand-in without one of its own is refused for it. */
+  refusal: string | null;
+}
+
+/** Messages lo..hi (bytes of them in all) copied into one shared buffer, with their positions and keys. */
+function pack(partition: number, msgs: readonly KafkaMessage[], lo: number, hi: number, bytes: number, endPosition: number, o: FetchCutOptions, state: CutState): SourceBatch {
+  // Sized to the batch, not to a fixed size: the intake counts message bytes, not capacity, and every
+  // byte of a batch's capacity is resident while it waits (1 MiB buffers for 100-message batches grew
+  // the overload test's RSS by ~150 MiB). A recycled buffer is at most twice the size class of the batch.
+  const data = (o.recycler === undefined ? Buffer.from(new SharedArrayBuffer(bytes)) : o.recycler.allocate(bytes)).subarray(0, bytes);
+  const count = hi - lo;
+  const offsets = new Uint32Array(count + 1);
+  const positions = new Array<string>(count);
+  const keys = new Array<Buffer | null>(count);
+  let oversized: Map<number, { bytes: number; detail?: string }> | null = null;
+  const maxMessageBytes = o.maxMessageBytes ?? Infinity;
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const m = msgs[lo + i]!;
+    positions[i] = m.offset;
+    keys[i] = m.key ?? null;
+    offsets[i] = at;
+    if (m instanceof FastRecord && (m.valueLength !== 0 || m.attributes !== REFUSED_RECORD_ATTRIBUTE)) {
+      // Copied straight from the fetch's bytes, without a view of the value.
+      const n = m.valueLength;
+      if (n > maxMessageBytes) (oversized ??= new Map()).set(i, { bytes: n });
+      if (n > 0) at += m.copyValue(data, at, n > maxMessageBytes ? maxMessageBytes + 1 : n);
+      continue;
+    }
+    const v = m.value;
+    if (v !== null && v.length === 0 && isRefused(m)) {
+      const h = m.headers?.[REFUSED_HEADER];
+      if (h !== undefined) state.refusal = String(h);
+      (oversized ??= new Map()).set(i, { bytes: -1, detail: state.refusal ?? 'compressed record batch over the decompression bound: refused' });
+    } else if (v !== null && v.length > maxMessageBytes) {
+      // Only what the decoder needs to reject it as too_large (and the dead letter keeps) is copied.
+      (oversized ??= new Map()).set(i, { bytes: v.length });
+      at += v.copy(data, at, 0, maxMessageBytes + 1);
+    } else if (v !== null && v.length > 0) {
+      // A null value (tombstone) becomes an empty message: dead-lettered as empty_message, not dropped.
+      // fill, not copy: Buffer.copy of a whole view is a TypedArray set, byte by byte into shared memory.
+      data.fill(v, at, at + v.length);
+      at += v.length;
+    }
+  }
+  offsets[count] = at;
+  const batch: SourceBatch = {
+    partition,
+    data,
+    offsets,
+    positions,
+    keys,
+    startPosition: Number(positions[0]),
+    endPosition,
+    // Only a batch's first and last timestamps are kept: parse no other.
+    firstTimestampMs: Number(msgs[lo]!.timestamp),
+    lastTimestampMs: Number(msgs[hi - 1]!.timestamp),
+    ...(oversized === null ? {} : { oversized }),
+  };
+  return o.recycler === undefined ? batch : o.recycler.track(batch);
 }

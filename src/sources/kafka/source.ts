@@ -24,11 +24,13 @@ import { cutFetch } from './fetch.js';
 import { flushIdle } from './idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
+import { installFastBatch } from './batch.js';
 import { installFastRecords } from './records.js';
 import { restore } from './restore.js';
 import { GroupSession } from './session.js';
 import { Supervisor } from './supervisor.js';
 import { limitRepeats } from './repeat-log.js';
+import { BufferRecycler } from '../recycle.js';
 
 /** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
 export const REPEATED_LOG_INTERVAL_MS = 10_000;
@@ -68,6 +70,8 @@ export class KafkaSource {
   readonly #lag: Lag;
   readonly #committer: Committer;
   readonly #supervisor: Supervisor;
+  /** Batch buffers the engine gave back (Batch.release), for the next fetches' batches. */
+  readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
   #fatal: Error | null = null;
 
@@ -79,6 +83,7 @@ export class KafkaSource {
     registerCodecs(opts.intakeMaxBytes);
     // Before the first fetch: kafkajs loads its fetch response decoder lazily (./records.ts).
     if (!installFastRecords()) logger.debug('kafka: kafkajs fetch decoder already loaded, or not kafkajs 2.2.4: its own record decoding stays');
+    if (!installFastBatch()) logger.debug('kafka: kafkajs consumer loaded before ./preload.js, or not kafkajs 2.2.4: its own Batch stays');
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
     this.#intake = new Intake({
       maxBytes: opts.intakeMaxBytes,
@@ -219,7 +224,7 @@ export class KafkaSource {
     }
     metrics.fetchBatchMessages.observe(batch.messages.length);
     this.#lag.sawHighWatermark(h.tp, Number(batch.highWatermark));
-    const batches = cutFetch(h.id, batch, { batchSize, batchMaxBytes, ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }) });
+    const batches = cutFetch(h.id, batch, { batchSize, batchMaxBytes, recycler: this.#recycler, ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }) });
     // The fetch position moves on now; what is committed is decided by the engine's windows.
     resolveOffset(batch.lastOffset());
     this.#intake.push(h, batches);

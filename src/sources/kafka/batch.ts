@@ -1,0 +1,96 @@
+// kafkajs's consumer Batch (consumer/batch.js, 2.2.4) keeps the fetched messages at or after the
+// fetched offset by parsing every message's offset string into a BigInt and comparing
+// (Long.fromValue(offset).gte(fetched)): about 0.15 us of the main thread a message, the most of
+// kafkajs's own per-message work after ./records.ts. When every message of a fetch is a FastRecord
+// (whose offset is a safe integer) and so is the fetched offset, FastBatch keeps the same messages by
+// comparing numbers, and is otherwise kafkajs's Batch: its prototype (every method), its fields in
+// its order, its aborted-transaction and control-record filters. Any other fetch gets kafkajs's own.
+// kafkajs's consumerGroup.js takes Batch from require('./batch') once, when kafkajs is first loaded,
+// so the replacement must be in the CommonJS module cache before any module imports kafkajs:
+// installFastBatch() must run in a module evaluated before all of them (an entry point's first
+// import); once kafkajs's consumer is loaded it refuses, and kafkajs's Batch stays.
+import { createRequire } from 'node:module';
+import { FastRecord } from './records.js';
+
+const require = createRequire(import.meta.url);
+/** The kafkajs release whose Batch this mirrors. */
+const KAFKAJS_VERSION = '2.2.4';
+
+interface PartitionData {
+  readonly partition: number;
+  readonly highWatermark: string;
+  readonly abortedTransactions?: unknown[];
+  readonly messages: readonly unknown[];
+}
+type BatchClass = new (topic: string, fetchedOffset: string, p: PartitionData) => object;
+type Filter = (o: { messages: unknown[]; abortedTransactions?: unknown[] }) => Array<{ isControlRecord?: boolean }>;
+
+interface Parts {
+  readonly batchPath: string;
+  readonly consumerGroupPath: string;
+  readonly filterAbortedMessages: Filter;
+}
+
+function kafkajsParts(): Parts | null {
+  try {
+    if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return null;
+    return {
+      batchPath: require.resolve('kafkajs/src/consumer/batch.js'),
+      consumerGroupPath: require.resolve('kafkajs/src/consumer/consumerGroup.js'),
+      filterAbortedMessages: require('kafkajs/src/consumer/filterAbortedMessages.js') as Filter,
+    };
+  } catch {
+    return null;
+  }
+}
+
+const K = kafkajsParts();
+let Original: BatchClass | null = null;
+
+/** Batches made by the number comparison (the tests' evidence that it ran). */
+export const batchPaths = { fast: 0, kafkajs: 0 };
+
+/** kafkajs's Batch, built without a BigInt per message where it can be (used with `new`). */
+export function FastBatch(topic: string, fetchedOffset: string, p: PartitionData): object {
+  const Batch = Original ?? (require(K!.batchPath) as BatchClass);
+  const from = Number(fetchedOffset);
+  if (!Number.isSafeInteger(from)) return slow(Batch, topic, fetchedOffset, p);
+  const msgs = p.messages;
+  const within: unknown[] = [];
+  for (let i = 0; i < msgs.length; i++) {
+    const m = msgs[i];
+    if (!(m instanceof FastRecord)) return slow(Batch, topic, fetchedOffset, p);
+    if (m.position >= from) within.push(m);
+  }
+  batchPaths.fast++;
+  // kafkajs's constructor, field by field, with the filter above in place of its BigInt one.
+  const b = Object.create(Batch.prototype) as Record<string, unknown>;
+  b.fetchedOffset = fetchedOffset;
+  b.topic = topic;
+  b.partition = p.partition;
+  b.highWatermark = p.highWatermark;
+  b.rawMessages = msgs;
+  b.messagesWithinOffset = within;
+  b.messages = K!.filterAbortedMessages({ messages: within, ...(p.abortedTransactions === undefined ? {} : { abortedTransactions: p.abortedTransactions }) }).filter((m) => !m.isControlRecord);
+  return b;
+}
+
+function slow(Batch: BatchClass, topic: string, fetchedOffset: string, p: PartitionData): object {
+  batchPaths.kafkajs++;
+  return new Batch(topic, fetchedOffset, p);
+}
+
+/**
+ * Puts FastBatch in the place of kafkajs's Batch; true when it is (now or already) in place, false
+ * when kafkajs's consumer was loaded first (it holds its Batch already) or kafkajs is another release.
+ */
+export function installFastBatch(): boolean {
+  if (K === null) return false;
+  const cached = require.cache[K.batchPath];
+  if (cached !== undefined && cached.exports === FastBatch) return true;
+  if (require.cache[K.consumerGroupPath] !== undefined) return false;
+  Original = require(K.batchPath) as BatchClass;
+  FastBatch.prototype = Original.prototype;
+  require.cache[K.batchPath]!.exports = FastBatch;
+  return true;
+}
