@@ -11,15 +11,12 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { generatePoints } from '../../src/sources/generator.js';
 import { ROOT } from '../lib/scenario.js';
+import { buildFetchSets, type FetchSet } from '../lib/kafka-fetch-sets.js';
 
 const require = createRequire(import.meta.url);
 const KJS = 'kafkajs/src/protocol/';
 const Decoder = require(`${KJS}decoder.js`) as new (b: Buffer) => unknown;
-const { RecordBatch } = require(`${KJS}recordBatch/v0/index.js`) as { RecordBatch: (o: object) => Promise<{ buffer: Buffer }> };
-const Record = require(`${KJS}recordBatch/record/v0/index.js`) as (o: object) => unknown;
-const Long = require('kafkajs/src/utils/long.js') as { fromValue(v: unknown): unknown };
 const batchPath = require.resolve('kafkajs/src/consumer/batch.js');
 
 type Decode = (d: unknown) => Promise<unknown[]>;
@@ -42,49 +39,9 @@ interface Tree {
 const n = Number(process.argv[2] ?? 200_000);
 const rounds = Number(process.argv[3] ?? 7);
 const treeList = (process.argv[4] ?? `new=${ROOT}`).split(',').map((kv) => kv.split('=') as [string, string]);
-const SET_BYTES = 1 << 20;
 /** Batches cut and not yet given back: about what the engine holds in flight. */
 const IN_FLIGHT = 4;
 const OPTIONS = { batchSize: 4000, batchMaxBytes: 4 << 20 };
-
-async function build(): Promise<{ sets: Array<{ buf: Buffer; first: string }>; bytes: number }> {
-  const sets: Array<{ buf: Buffer; first: string }> = [];
-  let batches: Buffer[] = [];
-  let size = 0;
-  let first = 0;
-  let recs: unknown[] = [];
-  let ts0 = 0;
-  let offset = 0;
-  let bytes = 0;
-  const flushSet = () => {
-    if (batches.length === 0) return;
-    const body = Buffer.concat(batches);
-    const head = Buffer.alloc(4);
-    head.writeInt32BE(body.length);
-    sets.push({ buf: Buffer.concat([head, body]), first: String(first) });
-    bytes += body.length;
-    batches = [];
-    size = 0;
-    first = offset;
-  };
-  const flushBatch = async () => {
-    if (recs.length === 0) return;
-    const b = (await RecordBatch({ firstOffset: Long.fromValue(offset - recs.length), firstTimestamp: ts0, maxTimestamp: ts0, lastOffsetDelta: recs.length - 1, records: recs })).buffer;
-    recs = [];
-    batches.push(b);
-    size += b.length;
-    if (size >= SET_BYTES) flushSet();
-  };
-  for (const p of generatePoints({ count: n, metrics: 1000, hosts: 4, intervalMs: 30_000, startMs: 1581424933000, seed: 1 })) {
-    if (recs.length === 0) ts0 = 1_700_000_000_000 + offset;
-    recs.push(Record({ offsetDelta: recs.length, timestampDelta: 1_700_000_000_000 + offset - ts0, key: Buffer.from(`${p.name}|agent_${p.host}`), value: Buffer.from(p.json) }));
-    offset++;
-    if (recs.length === 250) await flushBatch();
-  }
-  await flushBatch();
-  flushSet();
-  return { sets, bytes };
-}
 
 /**
  * A tree's intake: its records.ts decoder and its Batch, each as the source installs them into
@@ -102,7 +59,7 @@ async function load(label: string, tree: string): Promise<Tree> {
   return { label, decode: records.decodeMessages, Batch, cut: fetch.cutFetch, options: { ...OPTIONS, recycler: new recycle.BufferRecycler() } };
 }
 
-async function pass(t: Tree, sets: Array<{ buf: Buffer; first: string }>): Promise<{ us: number; messages: number; check: number }> {
+async function pass(t: Tree, sets: readonly FetchSet[]): Promise<{ us: number; messages: number; check: number }> {
   const held: Cut[] = [];
   const c0 = process.cpuUsage();
   let messages = 0;
@@ -125,7 +82,7 @@ async function pass(t: Tree, sets: Array<{ buf: Buffer; first: string }>): Promi
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-const { sets, bytes } = await build();
+const { sets, bytes } = await buildFetchSets(n);
 const trees: Tree[] = [];
 for (const [label, tree] of treeList) trees.push(await load(label, tree));
 const res = new Map<string, number[]>(trees.map((t) => [t.label, []]));
