@@ -8,6 +8,7 @@ import { RecordError, eventTimeLimit, isPlainObject, safeStringify, show, type F
 import { SeriesInterner, type SeriesLeaf } from './intern.js';
 import { FastPath, SCAN } from './scan/index.js';
 import { bucketCode, logGammaOf } from './sketch.js';
+import { clearMomentsAt } from './stats.js';
 import { windowStart } from './window.js';
 
 export { MAX_ELEMENT_DEAD_LETTERS, parseMessage, type ParsedMessage } from './formats/parse.js';
@@ -315,14 +316,7 @@ export class Decoder {
             const o = c * CELL.STRIDE;
             cells[o + CELL.SERIES] = s;
             cells[o + CELL.WINDOW_START] = ws;
-            cells[o + CELL.COUNT] = 0;
-            cells[o + CELL.MEAN] = 0;
-            cells[o + CELL.M2] = 0;
-            cells[o + CELL.MIN] = Infinity;
-            cells[o + CELL.MAX] = -Infinity;
-            cells[o + CELL.SUM] = 0;
-            cells[o + CELL.TS_MIN] = Infinity;
-            cells[o + CELL.TS_MAX] = -Infinity;
+            clearMomentsAt(cells, o + CELL.COUNT);
             sketches?.push(new Map());
           }
           leaf.lastWindow = ws;

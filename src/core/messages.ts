@@ -3,6 +3,7 @@
 // a structured clone of parsed objects costs about twice the parse itself.
 
 import type { FormatSpec } from './formats/spec.js';
+import { MOMENT } from './stats.js';
 
 /** Static decode settings, sent once per worker as workerData. */
 export interface DecoderSettings {
@@ -64,19 +65,26 @@ export interface DecodeTask {
   readonly offsets: Uint32Array;
 }
 
-/** Cell layout in DecodeResult.cells: one cell = one (series, window) partial. */
+/** Where a cell's moments start: they follow its series and window start. */
+const CELL_MOMENTS = 2;
+
+/**
+ * Cell layout in DecodeResult.cells: one cell = one (series, window) partial. Its moments are a
+ * MOMENT layout from CELL.COUNT on, by construction, so the decoder and the window store handle them
+ * with core/stats.ts's functions where they lie.
+ */
 export const CELL = {
   SERIES: 0,
   WINDOW_START: 1,
-  COUNT: 2,
-  MEAN: 3,
-  M2: 4,
-  MIN: 5,
-  MAX: 6,
-  SUM: 7,
-  TS_MIN: 8,
-  TS_MAX: 9,
-  STRIDE: 10,
+  COUNT: CELL_MOMENTS + MOMENT.COUNT,
+  MEAN: CELL_MOMENTS + MOMENT.MEAN,
+  M2: CELL_MOMENTS + MOMENT.M2,
+  MIN: CELL_MOMENTS + MOMENT.MIN,
+  MAX: CELL_MOMENTS + MOMENT.MAX,
+  SUM: CELL_MOMENTS + MOMENT.SUM,
+  TS_MIN: CELL_MOMENTS + MOMENT.TS_MIN,
+  TS_MAX: CELL_MOMENTS + MOMENT.TS_MAX,
+  STRIDE: CELL_MOMENTS + MOMENT.STRIDE,
 } as const;
 
 export type RejectReason =

@@ -88,10 +88,9 @@ export function clearMomentsAt(a: Float64Array, o: number): void {
   a[o + MOMENT.TS_MAX] = -Infinity;
 }
 
-/** mergeMoments(cell at a[o], b) with b's fields as arguments: the same arithmetic, in the same order. */
 /**
- * mergeMomentsAt of the moments laid out at b[bo..bo + MOMENT.STRIDE): the numbers are read where they
- * are, not passed as ten arguments (a call that is not inlined boxes each double argument).
+ * mergeMoments(cell at a[o], cell at b[bo]) on MOMENT layouts: the same arithmetic, in the same order,
+ * with the numbers read where they lie (ten double arguments to a call that is not inlined are boxed).
  */
 export function mergeMomentsFrom(a: Float64Array, o: number, b: Float64Array, bo: number): void {
   const count = b[bo + MOMENT.COUNT]!;
@@ -112,31 +111,4 @@ export function mergeMomentsFrom(a: Float64Array, o: number, b: Float64Array, bo
   a[o + MOMENT.SUM] = a[o + MOMENT.SUM]! + b[bo + MOMENT.SUM]!;
   if (b[bo + MOMENT.TS_MIN]! < a[o + MOMENT.TS_MIN]!) a[o + MOMENT.TS_MIN] = b[bo + MOMENT.TS_MIN]!;
   if (b[bo + MOMENT.TS_MAX]! > a[o + MOMENT.TS_MAX]!) a[o + MOMENT.TS_MAX] = b[bo + MOMENT.TS_MAX]!;
-}
-
-export function mergeMomentsAt(a: Float64Array, o: number, count: number, mean: number, m2: number, min: number, max: number, sum: number, tsMin: number, tsMax: number): void {
-  if (count === 0) return;
-  const ac = a[o + MOMENT.COUNT]!;
-  if (ac === 0) {
-    a[o + MOMENT.COUNT] = count;
-    a[o + MOMENT.MEAN] = mean;
-    a[o + MOMENT.M2] = m2;
-    a[o + MOMENT.MIN] = min;
-    a[o + MOMENT.MAX] = max;
-    a[o + MOMENT.SUM] = sum;
-    a[o + MOMENT.TS_MIN] = tsMin;
-    a[o + MOMENT.TS_MAX] = tsMax;
-    return;
-  }
-  const n = ac + count;
-  const am = a[o + MOMENT.MEAN]!;
-  const delta = mean - am;
-  a[o + MOMENT.MEAN] = am + delta * (count / n);
-  a[o + MOMENT.M2] = a[o + MOMENT.M2]! + (m2 + delta * delta * ((ac * count) / n));
-  a[o + MOMENT.COUNT] = n;
-  if (min < a[o + MOMENT.MIN]!) a[o + MOMENT.MIN] = min;
-  if (max > a[o + MOMENT.MAX]!) a[o + MOMENT.MAX] = max;
-  a[o + MOMENT.SUM] = a[o + MOMENT.SUM]! + sum;
-  if (tsMin < a[o + MOMENT.TS_MIN]!) a[o + MOMENT.TS_MIN] = tsMin;
-  if (tsMax > a[o + MOMENT.TS_MAX]!) a[o + MOMENT.TS_MAX] = tsMax;
 }

@@ -70,12 +70,6 @@ export interface ApplyOutcome {
  */
 const PAGE_BITS = 12;
 const PAGE_MASK = (1 << PAGE_BITS) - 1;
-// A partial's moments sit in its CELL layout in MOMENT order from CELL.COUNT on: apply() merges them
-// from there (mergeMomentsFrom). Checked once, here, so a change to either layout cannot go unseen.
-for (const k of ['COUNT', 'MEAN', 'M2', 'MIN', 'MAX', 'SUM', 'TS_MIN', 'TS_MAX'] as const) {
-  if (CELL[k] !== CELL.COUNT + MOMENT[k]) throw new Error(`CELL.${k} is not CELL.COUNT + MOMENT.${k}: core/messages.ts and core/stats.ts disagree`);
-}
-
 /** Numbers per cell: its moments (MOMENT), then its window start. */
 const NUM_STRIDE = MOMENT.STRIDE + 1;
 const WS = MOMENT.STRIDE;
