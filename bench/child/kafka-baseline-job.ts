@@ -11,9 +11,8 @@
 // folded in (the windows still open are written after that line, then the process exits), on stdout.
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import kafkajs from 'kafkajs';
-import { registerCodecs } from '../../src/kafka/codecs.js';
 import { BaselineWindows } from '../lib/baseline-windows.js';
+import { consumeTopic } from '../lib/kafka-consume-loop.js';
 
 function main(): void {
   const [brokers, topic, groupId, countText, outFile] = process.argv.slice(2);
@@ -22,64 +21,40 @@ function main(): void {
     process.stderr.write('usage: kafka-baseline-job.js BROKERS TOPIC GROUP COUNT OUT_FILE\n');
     process.exit(2);
   }
-  registerCodecs();
-  const kafka = new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: brokers.split(','), logLevel: kafkajs.logLevel.ERROR });
-  // The same consumer settings as bench/child/kafka-consume.ts (the bare baseline).
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 500, maxBytesPerPartition: 1 << 20, sessionTimeout: 30_000, heartbeatInterval: 3000 });
   const out = createWriteStream(outFile);
   const parts = new Map<number, BaselineWindows>();
-  let seen = 0;
   let rows = 0;
-  let batches = 0;
-  let finished = false;
 
   const write = async (text: string): Promise<void> => {
     if (text.length > 0 && !out.write(text)) await once(out, 'drain');
   };
 
-  const finish = async (): Promise<void> => {
-    finished = true;
-    process.stdout.write(`${JSON.stringify({ event: 'done', messages: seen, rows, batches, aggregates: 0 })}\n`);
-    for (const st of parts.values()) {
-      const r = st.take(true);
+  consumeTopic({
+    name: 'kafka-baseline-job',
+    brokers,
+    topic,
+    groupId,
+    count,
+    onBatch: async (messages, partition) => {
+      let st = parts.get(partition);
+      if (st === undefined) parts.set(partition, (st = new BaselineWindows()));
+      for (const m of messages) if (m.value !== null) st.fold(m.value.toString('utf8'));
+      // Close once per fetched batch, as the engine closes once per applied batch.
+      const r = st.take();
       rows += r.rows;
       await write(r.text);
-    }
-    out.end();
-    await once(out, 'finish');
-    process.stderr.write(`${JSON.stringify({ bench: 'rows', rows })}\n`);
-    const t = setTimeout(() => process.exit(0), 5000);
-    void consumer.disconnect().finally(() => {
-      clearTimeout(t);
-      process.exit(0);
-    });
-  };
-
-  void (async () => {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [topic], fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset }) => {
-        if (finished || batch.messages.length === 0) return;
-        if (seen === 0) process.stdout.write('{"event":"first"}\n');
-        batches++;
-        let st = parts.get(batch.partition);
-        if (st === undefined) parts.set(batch.partition, (st = new BaselineWindows()));
-        for (const m of batch.messages) if (m.value !== null) st.fold(m.value.toString('utf8'));
-        // Close once per fetched batch, as the engine closes once per applied batch.
-        const r = st.take();
+    },
+    onDone: async (seen, batches) => {
+      process.stdout.write(`${JSON.stringify({ event: 'done', messages: seen, rows, batches, aggregates: 0 })}\n`);
+      for (const st of parts.values()) {
+        const r = st.take(true);
         rows += r.rows;
         await write(r.text);
-        seen += batch.messages.length;
-        resolveOffset(batch.lastOffset());
-        if (seen >= count) await finish();
-      },
-    });
-  })().catch((err: unknown) => {
-    process.stderr.write(`kafka-baseline-job: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
+      }
+      out.end();
+      await once(out, 'finish');
+      process.stderr.write(`${JSON.stringify({ bench: 'rows', rows })}\n`);
+    },
   });
 }
 
