@@ -5,10 +5,8 @@
 // a second for its whole life (kafkajs#1751, #1768, not released upstream). With nothing pending there
 // is nothing to check later: a request that cannot go out at once is queued by push(), which arms the
 // timer itself, so skipping it here loses nothing.
-import { createRequire } from 'node:module';
+import { kafkajsInternals } from './internals.js';
 
-const require = createRequire(import.meta.url);
-const KAFKAJS_VERSION = '2.2.4';
 const PATCHED = Symbol.for('streamstats.requestQueuePatched');
 
 interface RequestQueueProto {
@@ -19,13 +17,8 @@ interface RequestQueueProto {
 
 /** Installs the fix on kafkajs 2.2.4 (idempotent); false for another release or layout (left as it is). */
 export function patchRequestQueue(): boolean {
-  let proto: RequestQueueProto;
-  try {
-    if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return false;
-    proto = (require('kafkajs/src/network/requestQueue/index.js') as { prototype: RequestQueueProto }).prototype;
-  } catch {
-    return false;
-  }
+  const proto = kafkajsInternals((r) => (r('kafkajs/src/network/requestQueue/index.js') as { prototype: RequestQueueProto }).prototype);
+  if (proto === null) return false;
   if (proto[PATCHED] === true) return true;
   const original = proto.scheduleCheckPendingRequests;
   if (typeof original !== 'function') return false;

@@ -9,12 +9,8 @@
 // so the replacement must be in the CommonJS module cache before any module imports kafkajs:
 // installFastBatch() must run in a module evaluated before all of them (an entry point's first
 // import); once kafkajs's consumer is loaded it refuses, and kafkajs's Batch stays.
-import { createRequire } from 'node:module';
+import { kafkajsInternals, kafkajsRequire as require } from '../../kafka/internals.js';
 import { FastRecord } from './records.js';
-
-const require = createRequire(import.meta.url);
-/** The kafkajs release whose Batch this mirrors. */
-const KAFKAJS_VERSION = '2.2.4';
 
 interface PartitionData {
   readonly partition: number;
@@ -32,16 +28,11 @@ interface Parts {
 }
 
 function kafkajsParts(): Parts | null {
-  try {
-    if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return null;
-    return {
-      batchPath: require.resolve('kafkajs/src/consumer/batch.js'),
-      consumerGroupPath: require.resolve('kafkajs/src/consumer/consumerGroup.js'),
-      filterAbortedMessages: require('kafkajs/src/consumer/filterAbortedMessages.js') as Filter,
-    };
-  } catch {
-    return null;
-  }
+  return kafkajsInternals((r) => ({
+    batchPath: r.resolve('kafkajs/src/consumer/batch.js'),
+    consumerGroupPath: r.resolve('kafkajs/src/consumer/consumerGroup.js'),
+    filterAbortedMessages: r('kafkajs/src/consumer/filterAbortedMessages.js') as Filter,
+  }));
 }
 
 const K = kafkajsParts();

@@ -17,11 +17,9 @@
 // kafkajs loads the fetch response decoder (v4/decodeMessages.js) lazily, on the first fetch: install()
 // puts this one in its place in the CommonJS module cache before that. If it was loaded already,
 // install() leaves kafkajs alone and says so.
-import Module, { createRequire } from 'node:module';
+import Module from 'node:module';
+import { kafkajsInternals, kafkajsRequire } from '../../kafka/internals.js';
 
-const require = createRequire(import.meta.url);
-/** The kafkajs release whose decoder this mirrors: with any other, kafkajs keeps its own. */
-const KAFKAJS_VERSION = '2.2.4';
 const KJS = 'kafkajs/src/protocol/';
 
 interface KjsDecoder {
@@ -44,19 +42,14 @@ interface KafkajsParts {
 
 /** kafkajs's internals this needs; null (nothing installed) for another release or layout. */
 function kafkajsParts(): KafkajsParts | null {
-  try {
-    if ((require('kafkajs/package.json') as { version: string }).version !== KAFKAJS_VERSION) return null;
-    return {
-      decodeMessagesPath: require.resolve(`${KJS}requests/fetch/v4/decodeMessages.js`),
-      Decoder: require(`${KJS}decoder.js`) as KafkajsParts['Decoder'],
-      RecordBatchDecoder: require(`${KJS}recordBatch/v0/decoder.js`) as KafkajsParts['RecordBatchDecoder'],
-      RecordDecoder: require(`${KJS}recordBatch/record/v0/decoder.js`) as KafkajsParts['RecordDecoder'],
-      MessageSetDecoder: require(`${KJS}messageSet/decoder.js`) as KafkajsParts['MessageSetDecoder'],
-      MAGIC_BYTE: (require(`${KJS}recordBatch/v0/index.js`) as { MAGIC_BYTE: number }).MAGIC_BYTE,
-    };
-  } catch {
-    return null;
-  }
+  return kafkajsInternals((require) => ({
+    decodeMessagesPath: require.resolve(`${KJS}requests/fetch/v4/decodeMessages.js`),
+    Decoder: require(`${KJS}decoder.js`) as KafkajsParts['Decoder'],
+    RecordBatchDecoder: require(`${KJS}recordBatch/v0/decoder.js`) as KafkajsParts['RecordBatchDecoder'],
+    RecordDecoder: require(`${KJS}recordBatch/record/v0/decoder.js`) as KafkajsParts['RecordDecoder'],
+    MessageSetDecoder: require(`${KJS}messageSet/decoder.js`) as KafkajsParts['MessageSetDecoder'],
+    MAGIC_BYTE: (require(`${KJS}recordBatch/v0/index.js`) as { MAGIC_BYTE: number }).MAGIC_BYTE,
+  }));
 }
 
 const K = kafkajsParts();
@@ -288,12 +281,12 @@ export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]>
 export function installFastRecords(): boolean {
   if (K === null) return false;
   const path = K.decodeMessagesPath;
-  const cached = require.cache[path];
+  const cached = kafkajsRequire.cache[path];
   if (cached !== undefined) return cached.exports === decodeMessages;
   const m = new Module(path);
   m.filename = path;
   m.loaded = true;
   m.exports = decodeMessages;
-  require.cache[path] = m;
+  kafkajsRequire.cache[path] = m;
   return true;
 }
