@@ -208,7 +208,10 @@ export class Pipeline {
       port: config.metricsPort,
       registry,
       ready: () => this.ready,
-      beforeScrape: () => {
+      beforeScrape: async () => {
+        // The Kafka lag is computed now, from high watermarks polled now: a scrape must never read
+        // less lag than there is.
+        if (config.source.kind === 'kafka') await (source as KafkaSource).refreshLag();
         const s = pool.stats;
         metrics.poolInFlight.set(s.inFlight);
         metrics.poolQueue.set(s.queued);

@@ -111,7 +111,7 @@ export const OPTIONS = [
   { env: 'KAFKA_MAX_BYTES_PER_PARTITION', default: '1048576', group: 'kafka', ...int(1024, 256 * MIB), help: 'fetch size per partition' },
   { env: 'COMMIT_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'offsets are committed this often (and on rebalance and shutdown), never past an open window' },
   { env: 'IDLE_FLUSH_SECONDS', default: '30', group: 'kafka', ...num(0.1, 86400), help: 'a caught-up partition without records this long lets its watermark follow the wall clock' },
-  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics' },
+  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics between scrapes (a scrape of /metrics polls them too)' },
   { env: 'KAFKA_RETRY_MAX_SECONDS', default: '30', group: 'kafka', ...num(1, 3600), help: 'longest back-off between reconnection attempts when the brokers are unreachable' },
   // SOURCE=redis: text rows, checked by src/sources/redis/config.ts (its defaults constant and validator).
   { env: 'REDIS_URL', default: REDIS_DEFAULTS.url, group: 'redis', secret: { kind: 'url', at: 'redis.url' }, help: 'SOURCE=redis: redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS (ACL user and password)' },

@@ -11,7 +11,7 @@
 // state is dropped and rebuilt from the commit (offset + metadata).
 import kafkajs, { type EachBatchPayload, type Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import { Signal } from '../../async/index.js';
+import { Signal, withTimeout } from '../../async/index.js';
 import type { KafkaConfig } from '../../config/index.js';
 import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -34,6 +34,9 @@ import { BufferRecycler } from '../recycle.js';
 
 /** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
 export const REPEATED_LOG_INTERVAL_MS = 10_000;
+
+/** Longest a scrape waits for the high watermarks it polls; past it the last known ones are used. */
+export const LAG_SCRAPE_POLL_MS = 1_000;
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
@@ -74,6 +77,8 @@ export class KafkaSource {
   readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
   #fatal: Error | null = null;
+  /** The scrape-time refresh under way: concurrent scrapes share it. */
+  #refreshing: Promise<void> | null = null;
 
   constructor(opts: KafkaSourceOptions) {
     const { kafka, engine, metrics } = opts;
@@ -121,6 +126,26 @@ export class KafkaSource {
   /** Ready: in the group with an assignment, and nothing crashed. */
   get ready(): boolean {
     return this.#session?.joined === true && this.#fatal === null;
+  }
+
+  /**
+   * Sets the lag gauges from high watermarks polled now (bounded by LAG_SCRAPE_POLL_MS), so that a
+   * scrape never reads less lag than the broker's log end shows at the moment it asked.
+   */
+  refreshLag(): Promise<void> {
+    this.#refreshing ??= (async () => {
+      const admin = this.#session?.admin ?? null;
+      if (admin !== null) await withTimeout(this.#lag.poll(admin), LAG_SCRAPE_POLL_MS, 'kafka high watermark poll').catch(() => {});
+      this.#lag.update(Date.now(), (h) => this.#intake.has(h));
+    })().finally(() => {
+      this.#refreshing = null;
+    });
+    return this.#refreshing;
+  }
+
+  /** Messages behind on the held partitions, as the lag gauges last computed them. */
+  lagMessages(): number {
+    return this.#lag.totalMessages();
   }
 
   /** Stop fetching; run() then finishes in-flight batches, commits, leaves the group. Idempotent. */
