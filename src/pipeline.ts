@@ -29,6 +29,8 @@ export interface Summary extends EngineTotals {
   deadLetter: string;
   sink: string;
   stopped: boolean;
+  /** An endless source (Kafka, Redis): it replays after a restart or rebalance, and it idles. */
+  unbounded: boolean;
 }
 
 export function decoderSettings(config: Config): DecoderSettings {
@@ -275,6 +277,7 @@ export class Pipeline {
       deadLetter: deadLetter.describe,
       sink: sink.describe,
       stopped: this.#stopped,
+      unbounded: pull === null,
     };
   }
 
@@ -311,7 +314,9 @@ export function formatSummary(s: Summary): string {
   return [
     `streamstats summary${s.stopped ? ' (stopped by signal)' : ''}`,
     `  source       ${s.source}: ${n(s.messages)} messages in ${n(s.batches)} batches`,
-    `  records      ${n(s.records)}: ok ${n(s.ok)}, rejected ${n(rejected)}${reasons === '' ? '' : ` (${reasons})`}`,
+    // Replayed records (skipped after a restart or rebalance) are neither ok nor rejected: shown where
+    // they can happen, so that the line adds up.
+    `  records      ${n(s.records)}: ok ${n(s.ok)}, rejected ${n(rejected)}${reasons === '' ? '' : ` (${reasons})`}${s.unbounded || s.replayed > 0 ? `, replayed ${n(s.replayed)}` : ''}`,
     `  windows      ${n(s.rows)} statistics rows -> ${s.sink}`,
     `  dead letters ${n(rejected)} -> ${s.deadLetter}`,
     `  elapsed      ${s.elapsedSeconds.toFixed(2)} s`,
