@@ -162,7 +162,7 @@ t.test('METRICS_PORT already in use: an error naming it, the port and the host; 
   t.match(h.stderr, 'METRICS_HOST (192.0.2.1) is not an address of this machine', 'naming METRICS_HOST');
 });
 
-t.test('streamstats-produce stamps a timeline that ends now by default; GEN_START still gives the 2020 one', async (t) => {
+t.test('streamstats-produce stamps a timeline that ends now into an empty topic, starts after it into a used one; GEN_START still gives the 2020 one', async (t) => {
   const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
   const topic = `produce-start-${process.pid}-${Date.now()}`;
   const { default: kafkajs } = await import('kafkajs');
@@ -178,7 +178,7 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   const r = await runProduce([], env);
   const after = Date.now();
   t.equal(r.code, 0, r.stderr);
-  const m = /40 messages to .* event times (\S+) \.\. (\S+)\n/.exec(r.stderr);
+  const m = /40 messages to .* event times (\S+) \.\. (\S+) \(ends now \(empty target\)\)\n/.exec(r.stderr);
   t.ok(m, `summary with the event-time range: ${r.stderr}`);
   const first = Date.parse(m?.[1] ?? '');
   const last = Date.parse(m?.[2] ?? '');
@@ -186,11 +186,14 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.ok(last >= before - 2_000 - 1_000, 'the last point is about now (whole-second start, up to 1 s of jitter)');
   t.ok(last - first >= 9 * 30_000 && last - first < 9 * 30_000 + 1_000, 'the span of 10 rounds 30 s apart');
 
-  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset.
+  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset. The topic now holds
+  // the first load: this one starts after its newest point and not before now.
   const empty = await runProduce([], { ...env, GEN_START: '' });
   t.equal(empty.code, 0, empty.stderr);
-  const e = /event times (\S+) \.\. (\S+)\n/.exec(empty.stderr);
-  t.ok(e !== null && Date.parse(e[2]!) >= before - 3_000 && Date.parse(e[2]!) <= Date.now(), 'GEN_START="" is the recent timeline too');
+  const e = /event times (\S+) \.\. (\S+) \((starts now|starts after the newest point)\)\n/.exec(empty.stderr);
+  t.ok(e !== null, `GEN_START="" is the recent timeline too, into a used topic: ${empty.stderr}`);
+  t.ok(Date.parse(e?.[1] ?? '') > last && Date.parse(e?.[1] ?? '') >= after - 1_000, 'after the first load\'s points, and not before now');
+  t.ok(Date.parse(e?.[1] ?? '') <= Date.now() + 2_000, 'starting about now');
 
   const fixed = await runProduce([], { ...env, GEN_START: '2020-02-11T12:42:13Z' });
   t.equal(fixed.code, 0, fixed.stderr);
