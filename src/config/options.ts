@@ -133,7 +133,7 @@ export const OPTIONS = [
   { env: 'API_TOKENS_FILE', default: API_DEFAULTS.tokensFile, group: 'ops', secret: { kind: 'file', at: 'api.tokens' }, help: 'statistics API tokens, one a line: TOKEN admin | TOKEN project:ID (sent as X-Auth-Token or Authorization: Bearer); unset = API off unless API_AUTH=none' },
   { env: 'API_AUTH', default: API_DEFAULTS.auth, group: 'ops', ...oneOf(['token', 'none']), help: 'token (API_TOKENS_FILE) | none: serve the statistics API to anyone, every project (logged as a warning)' },
   { env: 'LOG_LEVEL', default: 'info', group: 'ops', ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), help: 'JSON logs on stderr from this level up' },
-  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA; auto = on when stderr is a TTY' },
+  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA (Kafka, Redis: rate, lag, lanes); auto = on when stderr is a TTY' },
   { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', ...num(1, 3600), help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },
 ] as const satisfies readonly OptionSpec[];
 

@@ -39,11 +39,19 @@ t.test('a restart that replays records of emitted windows warns of nothing late;
     return m !== null && e.sum(m, 'streamstats_records_total') + (m.get('streamstats_replayed_records_total') ?? 0) >= n;
   }, `${n} records applied`);
 
-  const first = await startEngineProcess(t, env);
+  const first = await startEngineProcess(t, { ...env, PROGRESS: 'on' });
   await applied(first, 3000);
+  // A progress line or two with the records applied, then the stop.
+  await new Promise((r) => setTimeout(r, 2500));
   first.child.kill('SIGTERM');
   t.equal(await first.closed, 0, 'first run: clean exit');
-  t.match(first.stderr(), /records\s+3,000: ok 3,000, rejected 0, replayed 0/, 'first run: nothing replayed');
+  const out = first.stderr();
+  t.match(out, /records\s+3,000: ok 3,000, rejected 0, replayed 0/, 'first run: nothing replayed');
+  t.match(out, /\rrecords 3,000 \| [\d,]+ records\/s \| lag 0 \| lanes 1 /, 'PROGRESS=on: a progress line with the rate, the lag and the lanes');
+  const busy = /elapsed\s+([\d.]+) s \(busy ([\d.]+) s\)/.exec(out);
+  t.ok(busy !== null && Number(busy[2]) < Number(busy[1]), `the summary gives the busy time, less than the elapsed one: ${busy?.[0] ?? out.slice(-600)}`);
+  t.match(out, /throughput\s+[\d,]+ records\/s while busy, with 1 worker thread/);
+  t.match(out, /lag at stop  0 messages/, 'and the lag when it stopped');
 
   const second = await startEngineProcess(t, env);
   await applied(second, 3000);

@@ -77,6 +77,8 @@ export class KafkaSource {
   readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
   #fatal: Error | null = null;
+  /** Messages behind when the group was left at shutdown (null until then). */
+  #lagAtStop: number | null = null;
   /** The scrape-time refresh under way: concurrent scrapes share it. */
   #refreshing: Promise<void> | null = null;
 
@@ -148,6 +150,11 @@ export class KafkaSource {
     return this.#lag.totalMessages();
   }
 
+  /** Messages behind when it stopped: after the last batches were applied, from high watermarks polled then. */
+  get lagAtStop(): number | null {
+    return this.#lagAtStop;
+  }
+
   /** Stop fetching; run() then finishes in-flight batches, commits, leaves the group. Idempotent. */
   stop(): void {
     this.#stop.raise();
@@ -187,7 +194,13 @@ export class KafkaSource {
         onCrash: () => this.#lag.detach(Date.now()),
         onBatch: (payload) => this.#onBatch(session, payload),
         onEnd: async (stopping) => {
-          if (stopping) await this.#drainAndCommit(session);
+          if (stopping) {
+            await this.#drainAndCommit(session);
+            if (this.#lag.size > 0) {
+              await this.refreshLag();
+              this.#lagAtStop = this.#lag.totalMessages();
+            }
+          }
           else this.#lag.detach(Date.now());
           this.#intake.attach(null);
           void this.#dropAll({ keepLag: !stopping });
