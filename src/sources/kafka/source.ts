@@ -9,6 +9,7 @@
 // resolves right away and returns (heartbeats only flow between batches); after every group join
 // kafkajs restarts each assigned partition from its committed offset, so on a join all partition
 // state is dropped and rebuilt from the commit (offset + metadata).
+import { connect } from 'node:net';
 import kafkajs, { type EachBatchPayload, type Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { Signal, withTimeout } from '../../async/index.js';
@@ -34,6 +35,24 @@ import { BufferRecycler } from '../recycle.js';
 
 /** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
 export const REPEATED_LOG_INTERVAL_MS = 10_000;
+
+/** Longest a back-off's broker probe (a TCP connect) waits for an answer. */
+const BROKER_PROBE_TIMEOUT_MS = 500;
+
+/** Whether any of the brokers (host:port) accepts a TCP connection within `timeoutMs`. */
+function anyBrokerAnswers(brokers: readonly string[], timeoutMs: number): Promise<boolean> {
+  return Promise.all(brokers.map((b) => new Promise<boolean>((resolve) => {
+    const at = b.lastIndexOf(':');
+    const socket = connect({ host: b.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(b.slice(at + 1)), timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  }))).then((r) => r.includes(true));
+}
 
 /** Longest a scrape waits for the high watermarks it polls; past it the last known ones are used. */
 export const LAG_SCRAPE_POLL_MS = 1_000;
@@ -120,8 +139,9 @@ export class KafkaSource {
       onFailure: (err) => logger.error({ err, brokers: kafka.brokers }, 'kafka: session failed (brokers unreachable or consumer crashed); reconnecting'),
       onBackoff: (attempt, delayMs) => {
         metrics.kafkaReconnects.inc();
-        logger.warn({ attempt, delayMs: Math.round(delayMs) }, 'kafka: reconnecting after back-off');
+        logger.warn({ attempt, delayMs: Math.round(delayMs) }, 'kafka: reconnecting after back-off (sooner if a broker answers again)');
       },
+      probe: () => anyBrokerAnswers(kafka.brokers, BROKER_PROBE_TIMEOUT_MS),
     });
   }
 
