@@ -37,7 +37,7 @@
 // - Every parameter is range-checked before SQL (params.ts LIMITS); q.type integer/float compares the
 //   stored text as numeric behind an ASCII number pattern, so no stored value can fail the cast.
 // - Unknown meter: 200 with [] (as Ceilometer). Other paths under /v2: 404. Not GET/HEAD: 405.
-//   A query that is not allowed: 400 {"error": "...", "error_message": {"faultstring": "...", ...}}
+//   A query that is not allowed: 400 {"error_message": {"faultcode": "Client", "faultstring": "...", "debuginfo": null}, "error": "..."}
 //   naming the parameter and what is allowed. The store down or a query past its timeout: 503.
 // - Timestamps in responses as Ceilometer (WSME) writes them: naive UTC ISO 8601, six fraction
 //   digits only when there is a fraction ("2020-02-11T12:00:00", "2020-02-11T12:00:00.250000").

@@ -2,8 +2,8 @@
 //   GET /v2/meters                          Meter objects; q filters, limit
 //   GET /v2/meters/{name}/statistics        q, period, groupby, aggregate.func/aggregate.param, limit
 // Every request is authenticated first (src/api/tokens.ts), whatever its path, so an unauthenticated
-// caller learns nothing, not even which paths exist. Errors are JSON with both our "error" and
-// Ceilometer's "error_message" {faultstring, faultcode, debuginfo}, so either kind of client reads them.
+// caller learns nothing, not even which paths exist. Errors are JSON in Ceilometer's shape, first key
+// "error_message" {faultcode, faultstring, debuginfo: null}, then our plain "error" (the same text).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { Gate } from '../async/index.js';
@@ -35,7 +35,9 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const faultcode = status >= 500 ? 'Server' : 'Client';
-  send(res, status, { error: message, error_message: { faultstring: message, faultcode, debuginfo: null } }, headers);
+  // error_message first: python-ceilometerclient shows the faultstring of the body's first key (a body
+  // whose first key is a string shows only "Bad Request (HTTP 400)"); "error" stays for plain clients.
+  send(res, status, { error_message: { faultcode, faultstring: message, debuginfo: null }, error: message }, headers);
 }
 
 /** PostgreSQL errors that say the store is unavailable or slow, not that the query is wrong. */

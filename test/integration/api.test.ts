@@ -505,6 +505,10 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
       const res = await get(typeof pairs === 'string' ? pairs : statsPath('cpu_util', pairs));
       t.equal(res.status, 400, `${label}: 400`);
       t.match(res.body, { error: message }, `${label}: message`);
+      // Ceilometer's shape first: python-ceilometerclient shows the faultstring of the first key only.
+      const body = res.body as { error: string; error_message: { faultstring: string; debuginfo: unknown } };
+      t.equal(Object.keys(body)[0], 'error_message', `${label}: error_message is the first key`);
+      t.same(body.error_message, { faultcode: 'Client', faultstring: body.error, debuginfo: null }, `${label}: Ceilometer's fault`);
     }
   });
 });
