@@ -233,6 +233,8 @@ t.test('ceilometer: valid samples and timestamps', async (t) => {
   t.equal(c.id.name, 'cpu_util');
   t.equal(c.id.unit, '%');
   t.same(c.id.groupby, [
+    ['_tenant_id', 'p-1'],
+    ['counter_type', 'gauge'],
     ['project_id', 'p-1'],
     ['resource_id', 'r-1'],
     ['source', 'openstack'],
@@ -262,6 +264,8 @@ t.test('ceilometer: valid samples and timestamps', async (t) => {
   const noUnit = accept(t, CEILOMETER, msg(without(ceilo({ counter_unit: undefined, user_id: null }), 'source')), 'no unit, null user');
   t.equal(noUnit.id.unit, null);
   t.same(noUnit.id.groupby, [
+    ['_tenant_id', 'p-1'],
+    ['counter_type', 'gauge'],
     ['project_id', 'p-1'],
     ['resource_id', 'r-1'],
   ], 'null and absent dimension fields are left out');

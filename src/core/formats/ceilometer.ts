@@ -4,7 +4,15 @@ import {
   dimValue, optionalUnit, own, parseIsoTimestamp, requireName, requireValue, requireWindowEnd, type FieldLimits, type SampleRecord,
 } from '../record.js';
 
-const DIMENSION_FIELDS = ['resource_id', 'project_id', 'user_id', 'source'] as const;
+/** counter_type (gauge, delta, cumulative) is one per meter: kept, it is the Meter's type, and it splits no series. */
+const DIMENSION_FIELDS = ['resource_id', 'project_id', 'user_id', 'source', 'counter_type'] as const;
+
+/**
+ * The dimension a project token of the statistics API is scoped by. A Ceilometer sample's project_id is
+ * its tenant (Ceilometer scopes a project's queries by it), so it is stored under this name too; taken
+ * only from project_id, never from a field of the sample called _tenant_id (which is not read).
+ */
+const TENANT = '_tenant_id';
 
 export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits): void {
   out.name = requireName(own(obj, 'counter_name'), 'counter_name', lim);
@@ -15,6 +23,9 @@ export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecor
   dims.length = 0;
   for (const f of DIMENSION_FIELDS) {
     const v = own(obj, f);
-    if (v !== undefined && v !== null) dims.push([f, dimValue(v, f, lim)]);
+    if (v === undefined || v === null) continue;
+    const value = dimValue(v, f, lim);
+    dims.push([f, value]);
+    if (f === 'project_id') dims.push([TENANT, value]);
   }
 }
