@@ -20,7 +20,7 @@
 // period_start, ...): every timestamp bound is turned into a bound on period_start or the hour.
 import { ApiError, shown, type StatisticsParams } from './params.js';
 import { percentile, queryWithSketches, sketchSql, sketchesByGroup } from './sketches.js';
-import { Binds, DEFAULT_MAX_RESULTS, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
+import { Binds, DEFAULT_MAX_RESULTS, checkFieldsFound, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
 import { TABLES } from '../sinks/postgres/schema.js';
 
 /**
@@ -113,6 +113,26 @@ export function ceilometerTime(ms: number): string {
   return frac === '000' ? iso.slice(0, 19) : `${iso.slice(0, 19)}.${frac}000`;
 }
 
+/** The fields Ceilometer's Statistics type declares float: a whole number is still written 5.0 there. */
+const FLOAT_FIELDS: ReadonlySet<string> = new Set(['avg', 'sum', 'min', 'max', 'duration']);
+// A marker no value can hold: stored text never contains U+0000 (refused at intake and in queries).
+const WHOLE = '\u0000whole:';
+
+/**
+ * The JSON of statistics with Ceilometer's number types: avg, sum, min, max, duration and every
+ * "aggregate" value (a float dict in Ceilometer) as JSON floats ("5.0", not "5"), count and period as
+ * integers. Typed clients and Python's json then see the types Ceilometer sends.
+ */
+export function statisticsJson(stats: readonly Statistics[]): string {
+  const mark = (v: unknown): unknown => (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 1e21 ? `${WHOLE}${v}` : v);
+  const text = JSON.stringify(stats, (key, v: unknown) => {
+    if (FLOAT_FIELDS.has(key)) return mark(v);
+    if (key === 'aggregate' && typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, mark(x)]));
+    return v;
+  });
+  return text.replace(/"\\u0000whole:(-?\d+)"/g, '$1.0');
+}
+
 /**
  * Statistics of one meter, as GET /v2/meters/{name}/statistics answers them, without HTTP.
  * Throws ApiError (status 400) for a query that is not allowed.
@@ -146,6 +166,7 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
   if (bad !== undefined) {
     throw new ApiError(400, `period=${p.period} is not valid: a multiple of the stored window period (${bad.bad_w} s) is allowed`);
   }
+  if (rows.length === 0) await checkFieldsFound(db, p.filters, params.meter);
   await checkGroupbyFound(db, p, params.meter, rows);
   const keys = ['b', 'u', ...p.groupby.map((_, i) => `g${i}`)].filter((k) => k !== 'b' || p.period !== undefined);
   const sketch = sk === undefined || sketches === undefined ? undefined : sketchesByGroup(sketches, sk.keys);
