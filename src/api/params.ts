@@ -238,8 +238,9 @@ export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilt
     const where = `q.field[${i}]=${shown(f.field)}`;
     if (field === '') throw new ApiError(400, `q.field[${i}] is empty: timestamp, topic, partition or a dimension name (project_id, resource_id, user_id, …) is allowed`);
     if (metadataField(field)) throw new ApiError(400, `${where} is not valid: ${METADATA_REFUSED}`);
-    const op = (f.op ?? 'eq') as Op;
-    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')}`);
+    // An empty q.op is eq, as in Ceilometer: python-ceilometerclient sends q.op= for a filter without one.
+    const op = (f.op === undefined || f.op === '' ? 'eq' : f.op) as Op;
+    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')} (empty: eq)`);
     const type = (f.type ?? '') as QType;
     const timeField = field === 'timestamp' || field === SEARCH_OFFSET;
     if (!(timeField ? TIME_Q_TYPES : Q_TYPES).includes(type)) {

@@ -91,6 +91,7 @@ t.test('Ceilometer clients: answers, or 400s that say why', async (t) => {
     t.equal(plain[0]?.count, cpu.filter((s) => Date.parse(`${s.timestamp}Z`) >= T0 + 120_000).length);
     for (const type of ['datetime', 'boolean', 'string']) t.same(await stat(`${bound}&q.type=${type}`), plain, `q.type=${type} on timestamp is ignored`);
     t.same(await stat('period=0'), await stat(''), 'period=0 is no period');
+    t.same(await stat('q.field=resource_id&q.op=&q.value=vm-a'), await stat('q.field=resource_id&q.op=eq&q.value=vm-a'), 'an empty q.op is eq');
     const res = await fetch(`${api.base}/v2/meters/cpu_util/statistics?groupby=resource_id&aggregate.func=cardinality&aggregate.param=user_id&aggregate.func=sum`, { headers: { 'x-auth-token': ADMIN } });
     const text = await res.text();
     // Every sum here is whole: Ceilometer writes it as a float all the same.
