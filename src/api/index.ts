@@ -13,8 +13,9 @@
 //   (the stored columns), `search_offset` (minutes that widen the timestamp bounds, as Ceilometer),
 //   Ceilometer's aliases `resource`, `user`, `project` (= resource_id, user_id, project_id); any
 //   other name is a dimension (groupby ->> name). When an answer is empty, a dimension that no stored
-//   row of the meter has is a 400 (Ceilometer: "unrecognized field in query"), not []; metadata.* and
-//   resource_metadata.* (filters and groupby) are a 400: resource_metadata is not stored.
+//   row of the meter has is a 400 (Ceilometer: "unrecognized field in query"), not []. metadata.KEY
+//   is the dimension resource_metadata.KEY, stored for the keys CEILOMETER_METADATA names; another
+//   key (filter or groupby) is a 400 that says so.
 // - timestamp selects whole stored windows [period_start, period_end): ge T: period_start >= T;
 //   gt T: period_start > T; lt T and le T: period_end <= T (the window lies within the bound).
 //   eq and ne are refused on timestamp. ISO 8601; no offset means UTC; q.type is ignored there

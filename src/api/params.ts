@@ -32,13 +32,14 @@ export const FIELD_ALIASES: Readonly<Record<string, string>> = { resource: 'reso
 export const SEARCH_OFFSET = 'search_offset';
 
 /**
- * resource_metadata is not stored (samples are merged into windows at intake), so a filter or a
- * groupby on it cannot be answered: a 400 that says so, never an empty answer.
+ * resource_metadata is stored only for the keys CEILOMETER_METADATA names, as the dimensions
+ * resource_metadata.KEY; Ceilometer's metadata.KEY filter names the same field. A key not kept is
+ * a 400 that says so (sql.ts, statistics.ts: when no stored row has it), never an empty answer.
  */
 export function metadataField(field: string): boolean {
   return field.startsWith('metadata.') || field.startsWith('resource_metadata.');
 }
-export const METADATA_REFUSED = 'resource_metadata is not stored (samples are merged into windows as they arrive, their metadata is not kept): filter and group on a dimension (resource_id, project_id, user_id, source, counter_type, …) instead';
+export const METADATA_REFUSED = 'resource_metadata is stored only for the keys CEILOMETER_METADATA names (as the dimensions resource_metadata.KEY), and no stored row has this one';
 
 export const AGGREGATE_FUNCS = ['avg', 'sum', 'min', 'max', 'count', 'stddev', 'cardinality', 'percentile'] as const;
 export type AggregateFunc = (typeof AGGREGATE_FUNCS)[number];
@@ -234,10 +235,9 @@ export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilt
   const out = (q ?? []).map((f, i): CheckedFilter | null => {
     checkText(f.field, `q.field[${i}]`);
     checkText(f.value, `q.value[${i}]`);
-    const field = FIELD_ALIASES[f.field] ?? f.field;
+    const field = f.field.startsWith('metadata.') ? `resource_${f.field}` : (FIELD_ALIASES[f.field] ?? f.field);
     const where = `q.field[${i}]=${shown(f.field)}`;
     if (field === '') throw new ApiError(400, `q.field[${i}] is empty: timestamp, topic, partition or a dimension name (project_id, resource_id, user_id, …) is allowed`);
-    if (metadataField(field)) throw new ApiError(400, `${where} is not valid: ${METADATA_REFUSED}`);
     // An empty q.op is eq, as in Ceilometer: python-ceilometerclient sends q.op= for a filter without one.
     const op = (f.op === undefined || f.op === '' ? 'eq' : f.op) as Op;
     if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')} (empty: eq)`);
@@ -295,7 +295,6 @@ export function checkGroupby(groupby: readonly string[] | undefined): string[] {
     checkText(g, `groupby[${i}]`);
     if (g === '') throw new ApiError(400, `groupby[${i}] is empty: a dimension name (project_id, resource_id, user_id, …), topic or partition is allowed`);
     if (g === 'timestamp') throw new ApiError(400, `groupby[${i}]="timestamp" is not valid: group by time with period; a dimension name, topic or partition is allowed`);
-    if (metadataField(g)) throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: ${METADATA_REFUSED}`);
     if (out.indexOf(g) !== i) throw new ApiError(400, `groupby[${i}]=${shown(g)} is given twice`);
   });
   return out;

@@ -7,6 +7,8 @@ import { rowSource } from './rollups.js';
 import {
   ApiError,
   LIMITS,
+  METADATA_REFUSED,
+  metadataField,
   checkAggregates,
   checkFilters,
   checkGroupby,
@@ -73,7 +75,9 @@ export async function checkFieldsFound(db: Queryable, filters: readonly CheckedF
   const missing = dims.findIndex((_, i) => found[`f${i}`] !== true);
   if (missing < 0) return;
   const of = meter === undefined ? 'any meter' : `meter ${JSON.stringify(meter.slice(0, 200))}`;
-  throw new ApiError(400, `q.field=${JSON.stringify(dims[missing]!.slice(0, 200))} is not valid: no stored row of ${of} has that field (Ceilometer: unrecognized field in query); timestamp, search_offset, topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, source, counter_type, …) is allowed`);
+  const field = dims[missing]!;
+  const why = metadataField(field) ? METADATA_REFUSED : `no stored row of ${of} has that field (Ceilometer: unrecognized field in query)`;
+  throw new ApiError(400, `q.field=${JSON.stringify(field.slice(0, 200))} is not valid: ${why}; timestamp, search_offset, topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, source, counter_type, …) is allowed`);
 }
 
 const SQL_OPS = { lt: '<', le: '<=', eq: '=', ne: '<>', ge: '>=', gt: '>' } as const;

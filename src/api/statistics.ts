@@ -18,7 +18,7 @@
 // meter are found through the hash index on streamstats_series.name (name = $1), then their rollups
 // and windows through the rollups' index and the primary key of streamstats_windows, (series,
 // period_start, ...): every timestamp bound is turned into a bound on period_start or the hour.
-import { ApiError, shown, type StatisticsParams } from './params.js';
+import { ApiError, METADATA_REFUSED, metadataField, shown, type StatisticsParams } from './params.js';
 import { percentile, queryWithSketches, sketchSql, sketchesByGroup } from './sketches.js';
 import { Binds, DEFAULT_MAX_RESULTS, checkFieldsFound, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
 import { TABLES } from '../sinks/postgres/schema.js';
@@ -220,7 +220,8 @@ async function checkGroupbyFound(db: Queryable, p: Plan, meter: string, rows: re
     const where = whereSql(p.filters, b, meter);
     const found = await db.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${TABLES.statistics} ${where} AND groupby ? ${b.add(g, '::text')}) AS found`, b.values);
     if (found.rows[0]?.found !== true) {
-      throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: no stored row of meter ${shown(meter)} that the query selects has that field; topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, …) is allowed`);
+      const why = metadataField(g) ? METADATA_REFUSED : `no stored row of meter ${shown(meter)} that the query selects has that field`;
+      throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: ${why}; topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, …) is allowed`);
     }
   }
 }

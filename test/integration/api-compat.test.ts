@@ -37,7 +37,8 @@ function samples(): CeilometerSample[] {
 t.test('Ceilometer clients: answers, or 400s that say why', async (t) => {
   const { url, pool } = await testSchema(t);
   const raw = samples();
-  await loadCeilometer(url, raw);
+  // instance_type kept as a dimension; host is in no sample's kept metadata.
+  await loadCeilometer(url, raw, { CEILOMETER_METADATA: 'instance_type' });
   const api = await startApi(t, pool, TOKENS);
   const get = (path: string, token = ADMIN) => api.get(path, token);
   const cpu = raw.filter((s) => s.counter_name === 'cpu_util');
@@ -55,12 +56,28 @@ t.test('Ceilometer clients: answers, or 400s that say why', async (t) => {
     t.match(body.error_message.faultstring, message, `${path}: says why`);
   };
 
-  await t.test('resource_metadata, misspelled fields: 400, not []', async (t) => {
-    const metadata = /resource_metadata is not stored/;
-    await refused('/v2/meters/cpu_util/statistics?q.field=metadata.instance_type&q.value=m1.small', 400, metadata);
-    await refused('/v2/meters/cpu_util/statistics?q.field=resource_metadata.instance_type&q.value=m1.small', 400, metadata);
-    await refused('/v2/meters/cpu_util/statistics?groupby=resource_metadata.instance_type', 400, metadata);
-    await refused('/v2/meters?q.field=metadata.instance_type&q.value=m1.small', 400, metadata);
+  await t.test('resource_metadata kept by CEILOMETER_METADATA: metadata.* filters and groupby', async (t) => {
+    for (const type of ['m1.small', 'm1.large']) {
+      const want = cpu.filter((s) => s.resource_metadata?.['instance_type'] === type);
+      for (const field of ['metadata.instance_type', 'resource_metadata.instance_type']) {
+        const [a] = await stat(`q.field=${field}&q.value=${type}`);
+        t.equal(a?.count, want.length, `${field}=${type}: its samples`);
+        t.equal(a?.sum, sum(want));
+      }
+    }
+    const grouped = await stat('groupby=resource_metadata.instance_type');
+    t.same(grouped.map((g) => [g.groupby, g.count]), [
+      [{ 'resource_metadata.instance_type': 'm1.large' }, cpu.filter((s) => s.resource_metadata?.['instance_type'] === 'm1.large').length],
+      [{ 'resource_metadata.instance_type': 'm1.small' }, cpu.filter((s) => s.resource_metadata?.['instance_type'] === 'm1.small').length],
+    ], 'groupby=resource_metadata.instance_type');
+  });
+
+  await t.test('metadata not kept, misspelled fields: 400, not []', async (t) => {
+    const metadata = /^q\.field="resource_metadata\.host" is not valid: resource_metadata is stored only for the keys CEILOMETER_METADATA names/;
+    await refused('/v2/meters/cpu_util/statistics?q.field=metadata.host&q.value=compute-1', 400, metadata);
+    await refused('/v2/meters/cpu_util/statistics?q.field=resource_metadata.host&q.value=compute-1', 400, metadata);
+    await refused('/v2/meters/cpu_util/statistics?groupby=resource_metadata.host', 400, /^groupby\[0\]="resource_metadata\.host" is not valid: resource_metadata is stored only for the keys CEILOMETER_METADATA names/);
+    await refused('/v2/meters?q.field=metadata.host&q.value=compute-1', 400, metadata);
     await refused('/v2/meters/cpu_util/statistics?q.field=foo&q.value=bar', 400, /^q\.field="foo" is not valid: no stored row of meter "cpu_util" has that field \(Ceilometer: unrecognized field in query\)/);
     await refused('/v2/meters?q.field=resourceid&q.value=vm-a', 400, /^q\.field="resourceid" is not valid: no stored row of any meter has that field/);
     await refused('/v2/resources?q.field=foo&q.value=bar', 400, /^q\.field="foo" is not valid/);

@@ -273,6 +273,19 @@ t.test('ceilometer: valid samples and timestamps', async (t) => {
   t.equal(nullUnit.id.unit, null);
 });
 
+t.test('ceilometer: CEILOMETER_METADATA keeps resource_metadata keys as dimensions', async (t) => {
+  const kept = settings({ format: { kind: 'ceilometer', metadata: [{ name: 'resource_metadata.host', path: ['host'] }, { name: 'resource_metadata.flavor.id', path: ['flavor', 'id'] }, { name: 'resource_metadata.zone', path: ['zone'] }] } });
+  const c = accept(t, kept, msg(ceilo()), 'with metadata');
+  t.same(c.id.groupby.filter(([k]) => k.startsWith('resource_metadata.')), [
+    ['resource_metadata.flavor.id', 'm1'],
+    ['resource_metadata.host', 'compute-1'],
+  ], 'the named keys, dotted paths included; an absent key adds nothing');
+  const odd = accept(t, kept, msg(ceilo({ resource_metadata: { host: { name: 'x' }, flavor: 'm1', zone: 3 } })), 'objects and non-objects on the path');
+  t.same(odd.id.groupby.filter(([k]) => k.startsWith('resource_metadata.')), [['resource_metadata.zone', '3']], 'only scalar values are kept; the sample is not refused');
+  const none = accept(t, kept, msg(without(ceilo(), 'resource_metadata')), 'no resource_metadata');
+  t.notOk(none.id.groupby.some(([k]) => k.startsWith('resource_metadata.')));
+});
+
 t.test('json format: mapped fields', async (t) => {
   const c = accept(t, JSON_SETTINGS, msg(xapi()), 'xapi');
   t.equal(c.id.name, 'http://adlnet.gov/expapi/verbs/completed');

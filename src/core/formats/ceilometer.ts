@@ -1,7 +1,7 @@
 // Ceilometer sample: counter_name, counter_volume, counter_unit, counter_type, resource_id, project_id,
 // user_id, source, timestamp (ISO 8601, UTC when no offset), resource_metadata.
 import {
-  dimValue, optionalUnit, own, parseIsoTimestamp, requireName, requireValue, requireWindowEnd, type FieldLimits, type SampleRecord,
+  dimValue, isPlainObject, optionalUnit, own, parseIsoTimestamp, requireName, requireValue, requireWindowEnd, type FieldLimits, type SampleRecord,
 } from '../record.js';
 
 /** counter_type (gauge, delta, cumulative) is one per meter: kept, it is the Meter's type, and it splits no series. */
@@ -14,7 +14,9 @@ const DIMENSION_FIELDS = ['resource_id', 'project_id', 'user_id', 'source', 'cou
  */
 const TENANT = '_tenant_id';
 
-export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits): void {
+export type MetadataKeys = ReadonlyArray<{ readonly name: string; readonly path: readonly string[] }>;
+
+export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits, metadata: MetadataKeys): void {
   out.name = requireName(own(obj, 'counter_name'), 'counter_name', lim);
   out.value = requireValue(own(obj, 'counter_volume'), 'counter_volume');
   out.tsMs = requireWindowEnd(parseIsoTimestamp(own(obj, 'timestamp'), 'timestamp'), 'timestamp', lim);
@@ -27,5 +29,21 @@ export function extractCeilometer(obj: Record<string, unknown>, out: SampleRecor
     const value = dimValue(v, f, lim);
     dims.push([f, value]);
     if (f === 'project_id') dims.push([TENANT, value]);
+  }
+  if (metadata.length > 0) keepMetadata(own(obj, 'resource_metadata'), dims, metadata, lim);
+}
+
+/**
+ * The resource_metadata keys CEILOMETER_METADATA names, as dimensions resource_metadata.KEY (what
+ * Ceilometer's metadata.KEY filters and resource_metadata.KEY groupby read). A key that is absent,
+ * null, or not a string, number or boolean adds nothing: metadata varies by resource, and a sample
+ * is not refused for it.
+ */
+function keepMetadata(md: unknown, dims: Array<[string, string]>, keys: MetadataKeys, lim: FieldLimits): void {
+  if (!isPlainObject(md)) return;
+  for (const k of keys) {
+    let v: unknown = md;
+    for (const seg of k.path) v = isPlainObject(v) ? own(v, seg) : undefined;
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') dims.push([k.name, dimValue(v, k.name, lim)]);
   }
 }
