@@ -14,6 +14,7 @@ import { pgSinkScenario } from './scenarios/pg-sink.js';
 import { redisXapiScenario } from './scenarios/redis-xapi.js';
 import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
 import { queryScenario } from './scenarios/query.js';
+import { scalingScenario } from './scenarios/scaling.js';
 import { seed000Scenario } from './scenarios/seed000.js';
 import { sustainedScenario } from './scenarios/sustained.js';
 import { throughputScenario } from './scenarios/throughput.js';
@@ -23,6 +24,7 @@ const SCENARIOS: readonly Scenario[] = [
   poolScenario,
   seed000Scenario,
   throughputScenario,
+  scalingScenario,
   ceilometerScenario,
   queryScenario,
   pgSinkScenario,
