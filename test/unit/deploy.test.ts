@@ -418,9 +418,17 @@ t.test('Grafana: datasource and dashboard provisioning agree with the dashboard'
     uid: string;
     title: string;
     panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; datasource?: { uid: string }; targets?: { expr: string; datasource?: { uid: string } }[] }[];
+    templating: { list: { name: string; type: string; query?: unknown; current?: { value: string }; datasource?: { uid: string } }[] };
   };
   const source = ds.datasources.find((d) => d.type === 'prometheus');
   t.ok(source, 'a Prometheus datasource');
+  // Panels name the datasource through a variable, so an import into a Grafana whose Prometheus has
+  // another uid picks it from the menu; its default is the provisioned uid.
+  const dsVar = dashboard.templating.list.find((v) => v.type === 'datasource');
+  t.equal(dsVar?.query, 'prometheus', 'a datasource variable of Prometheus datasources');
+  t.equal(dsVar?.current?.value, source?.uid, 'defaulting to the provisioned datasource');
+  const viaVar = `\${${dsVar?.name ?? 'datasource'}}`;
+  for (const v of dashboard.templating.list) if (v.datasource !== undefined) t.equal(v.datasource.uid, viaVar, `variable ${v.name} queries through it`);
   t.equal(source?.url, 'http://prometheus:9090', 'pointing at the compose Prometheus');
   const mounts = compose.services.grafana?.volumes ?? [];
   t.ok(mounts.some((v) => v.startsWith('./deploy/grafana/dashboards:') && v.split(':')[1] === prov.providers[0]?.options.path), 'the provider path is where the dashboards are mounted');
@@ -439,8 +447,8 @@ t.test('Grafana: datasource and dashboard provisioning agree with the dashboard'
       }
     }
     if (p.type === 'row') continue;
-    t.equal(p.datasource?.uid, source?.uid, `"${p.title}" uses the provisioned datasource`);
-    for (const x of p.targets ?? []) t.equal(x.datasource?.uid ?? p.datasource?.uid, source?.uid, `"${p.title}" targets use it too`);
+    t.equal(p.datasource?.uid, viaVar, `"${p.title}" uses the datasource variable`);
+    for (const x of p.targets ?? []) t.equal(x.datasource?.uid ?? p.datasource?.uid, viaVar, `"${p.title}" targets use it too`);
   }
   t.equal(overlaps, 0, 'no panels overlap');
 
