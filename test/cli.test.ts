@@ -195,7 +195,7 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.notMatch(fixed.stderr, /"level":50/, 'loading an existing topic logs no error');
 });
 
-t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors (issue 12)', async (t) => {
+t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors', async (t) => {
   const SECRET = 'qp-S3cr3t-51d0';
   const db = await testSchema(t);
   const url = new URL(db.url);
