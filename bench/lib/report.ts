@@ -55,32 +55,43 @@ export function writeBenchmarksDoc(inp: ReportInputs): string {
   return file;
 }
 
-const BEGIN = '<!-- bench:pool-table:begin -->';
-const END = '<!-- bench:pool-table:end -->';
+/** The generated blocks of docs/tuning.md: marker name -> its text from the result files, or null to leave it. */
+function tuningBlocks(inp: ReportInputs): Record<string, string | null> {
+  const pool = readResult('pool-scaling');
+  const scaling = readResult('scaling');
+  const measuredBy = (r: ScenarioResult): string => `Measured by \`${r.command}\` (${r.mode}, ${r.timestamp}; ${describeMachine(r.machine)}; engine ${r.engine}).`;
+  return {
+    'pool-table': pool === null ? null : [
+      `${measuredBy(pool)} Median records/s; in brackets the ratio of medians to \`WORKER_THREADS=0\` at the same batch size, measured alternately with it.`,
+      '',
+      '*Decode-bound* (`WINDOW_SECONDS=86400`, 4,000 rows in all):',
+      '',
+      inp.poolTable(pool, 'decode-bound'),
+      '',
+      '*Default configuration* (`WINDOW_SECONDS=60`, about one row per two points, to a file):',
+      '',
+      inp.poolTable(pool, 'default'),
+    ].join('\n'),
+    // The scenario's own section without its heading: the tables and how they were measured.
+    'scaling-table': scaling === null
+      ? 'Not measured yet on the current code: `npm run bench -- --only scaling --record` fills this block.'
+      : `${measuredBy(scaling)}\n\n${scaling.markdown.replace(/^## [^\n]*\n+/, '').trimEnd()}`,
+  };
+}
 
-/** Replaces the block between the markers of docs/tuning.md with the latest measured pool tables. */
+/** Replaces each generated block of docs/tuning.md (between its markers) with the latest results. */
 export function refreshTuningTable(inp: ReportInputs): string | null {
   const file = join(DOCS_DIR, 'tuning.md');
-  const r = readResult('pool-scaling');
-  if (r === null || !existsSync(file)) return null;
-  const text = readFileSync(file, 'utf8');
-  const a = text.indexOf(BEGIN);
-  const b = text.indexOf(END);
-  if (a === -1 || b === -1 || b < a) return null;
-  const block = [
-    BEGIN,
-    `Measured by \`${r.command}\` (${r.mode}, ${r.timestamp}; ${describeMachine(r.machine)}; engine ${r.engine}). ` +
-      'Median records/s; in brackets the ratio of medians to `WORKER_THREADS=0` at the same batch size, measured alternately with it.',
-    '',
-    '*Decode-bound* (`WINDOW_SECONDS=86400`, 4,000 rows in all):',
-    '',
-    inp.poolTable(r, 'decode-bound'),
-    '',
-    '*Default configuration* (`WINDOW_SECONDS=60`, about one row per two points, to a file):',
-    '',
-    inp.poolTable(r, 'default'),
-    END,
-  ].join('\n');
-  writeFileSync(file, text.slice(0, a) + block + text.slice(b + END.length));
+  if (!existsSync(file)) return null;
+  let text = readFileSync(file, 'utf8');
+  for (const [name, body] of Object.entries(tuningBlocks(inp))) {
+    const begin = `<!-- bench:${name}:begin -->`;
+    const end = `<!-- bench:${name}:end -->`;
+    const a = text.indexOf(begin);
+    const b = text.indexOf(end);
+    if (body === null || a === -1 || b === -1 || b < a) continue;
+    text = `${text.slice(0, a)}${begin}\n${body}\n${end}${text.slice(b + end.length)}`;
+  }
+  writeFileSync(file, text);
   return file;
 }
