@@ -155,8 +155,224 @@ ensure_base() {
     --change "LABEL org.streamstats.base-key=$key" \
     --change 'CMD ["node"]' \
     "$tarball" "$BASE_NAME" >/dev/null || return 1
-  BASE_IMPORTED=1
+  touch "$WORK/base.imported"
   echo "Node $version, npm/corepack ${versions:-?}, ${made:-from the cache}, $(du -m "$tarball" | cut -f1) MB, $tarball"
+}
+
+# --- what the checks run (each in its own bash: state between them goes through files in $WORK)
+prun() {
+  podman run --label "org.streamstats.check=$RUN_ID" --runtime runc \
+    --ulimit nofile=20000:20000 --ulimit nproc=32768:32768 "$@"
+}
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 20000))
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+# Polls until the command succeeds; fails after $1 seconds.
+wait_for() {
+  local limit=$1 t0=$SECONDS; shift
+  until "$@" >/dev/null 2>&1; do
+    [ $((SECONDS - t0)) -lt "$limit" ] || return 1
+    sleep 0.1
+  done
+}
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+kafka_admin() {
+  # $1: count | delete; $2: topic. kafkajs of the repository, on the host.
+  (cd "$REPO_ROOT" && "$NODE_BIN" --input-type=module -e '
+    import kafkajs from "kafkajs";
+    const [op, topic] = process.argv.slice(1);
+    const admin = new kafkajs.Kafka({ brokers: process.env.KAFKA_BROKERS.split(","), logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      if (op === "delete") await admin.deleteTopics({ topics: [topic], timeout: 10000 });
+      else console.log((await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high) - Number(p.low), 0));
+    } finally { await admin.disconnect(); }' "$@")
+}
+
+# The image's default job (the generator's 690,000 points, rows to stdout) against the same job on
+# the host's Node from this checkout's dist/: the same rows, byte for byte.
+check_default_rows() {
+  prun --rm --network none "$IMAGE" > "$WORK/rows.image" 2> "$WORK/rows.image.log" \
+    || { tail -5 "$WORK/rows.image.log" >&2; echo "the container exited $?"; return 1; }
+  env -i PATH="/usr/bin:/bin" HOME="$WORK" NODE_ENV=production SINK=stdout \
+    DEAD_LETTER="file:$WORK/host-dead-letter.ndjson" METRICS_HOST=127.0.0.1 METRICS_PORT=0 \
+    "$NODE_BIN" dist/src/cli.js > "$WORK/rows.host" 2> "$WORK/rows.host.log" \
+    || { tail -5 "$WORK/rows.host.log" >&2; echo "the host run exited $?"; return 1; }
+  local a b n
+  a=$(md5sum < "$WORK/rows.image" | cut -c1-32); b=$(md5sum < "$WORK/rows.host" | cut -c1-32); n=$(wc -l < "$WORK/rows.image")
+  [ "$n" -gt 0 ] || { echo "no rows from the image"; return 1; }
+  [ "$a" = "$b" ] || { echo "rows differ: image $n rows md5 $a, host $(wc -l < "$WORK/rows.host") rows md5 $b"; return 1; }
+  echo "$n rows, md5 $a in both"
+}
+
+# One long-running engine (the generator at 500 points a second) for the checks of a running
+# container: read-only root, no capabilities, no new privileges, a CPU quota of 1.5.
+SVC_CPUS=1.5
+check_healthz() {
+  local port t0; port=$(free_port); echo "$port" > "$WORK/svc.port"
+  t0=$(now)
+  prun -d --name "$RUN_ID-svc" --network host --read-only --cap-drop ALL --security-opt no-new-privileges \
+    --cpus "$SVC_CPUS" --log-driver k8s-file -e GEN_RATE=500 -e GEN_COUNT=100000000 \
+    -e METRICS_HOST=127.0.0.1 -e METRICS_PORT="$port" "$IMAGE" >/dev/null || { echo "podman run failed"; return 1; }
+  wait_for 20 curl -fsS "http://127.0.0.1:$port/healthz" \
+    || { podman logs --tail 5 "$RUN_ID-svc" >&2; echo "no /healthz on :$port within 20 s"; return 1; }
+  echo "/healthz answered $(since "$t0") s after podman run (port $port)"
+}
+check_tini_uid() {
+  # The main thread of Node 24 is named MainThread: the node process is found by its command line.
+  local out; out=$(podman exec "$RUN_ID-svc" sh -c '
+    uid() { sed -n "s/^Uid:[[:space:]]*\([0-9]*\).*/\1/p" "$1/status"; }
+    echo "$(cat /proc/1/comm) $(uid /proc/1)"
+    for d in /proc/[0-9]*; do
+      [ "$(sed -n "s/^PPid:[[:space:]]*//p" $d/status 2>/dev/null)" = 1 ] || continue
+      echo "$(uid $d) ${d#/proc/} $(tr "\0" " " < $d/cmdline)"
+    done') || { echo "podman exec failed: $out"; return 1; }
+  local pid1 node; pid1=$(sed -n 1p <<<"$out"); node=$(grep -m1 ' node dist/src/cli.js' <<<"$out")
+  [ "$pid1" = "tini 1000" ] || { echo "PID 1 is \"$pid1\" (comm uid), not tini as 1000"; return 1; }
+  [[ "$node" == "1000 "* ]] || { echo "no node dist/src/cli.js child of tini running as 1000: $out"; return 1; }
+  read -r _ pid cmd <<<"$node"
+  echo "PID 1 tini uid 1000; its child $pid, uid 1000: $cmd"
+}
+check_readonly_caps() {
+  local out; out=$(podman exec "$RUN_ID-svc" sh -c '
+    grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs)" /proc/1/status | tr -s "\t " " " | tr "\n" " "; echo
+    touch /app/x 2>&1 && echo "wrote /app"; touch /x 2>&1 && echo "wrote /"
+    touch /data/x && rm /data/x && echo "data writable"') || { echo "podman exec failed: $out"; return 1; }
+  local f
+  for f in "CapEff: 0000000000000000" "CapPrm: 0000000000000000" "CapBnd: 0000000000000000" "NoNewPrivs: 1"; do
+    grep -q "$f" <<<"$out" || { echo "not $f: $(sed -n 1p <<<"$out")"; return 1; }
+  done
+  grep -q "wrote" <<<"$out" && { echo "the root is writable: $out"; return 1; }
+  [ "$(grep -c 'Read-only file system' <<<"$out")" = 2 ] || { echo "writing / and /app: $out"; return 1; }
+  grep -q "data writable" <<<"$out" || { echo "/data is not writable: $out"; return 1; }
+  echo "CapEff/CapPrm/CapBnd 0, NoNewPrivs 1, / and /app read-only, /data writable"
+}
+check_threads_auto() {
+  local line n want host; line=$(podman logs "$RUN_ID-svc" 2>&1 | grep -m1 '"msg":"decode threads"')
+  [ -n "$line" ] || { echo "no \"decode threads\" log line"; return 1; }
+  n=$(sed -n 's/.*"workerThreads":\([0-9]*\).*/\1/p' <<<"$line")
+  host=$(nproc --all)
+  # src/config/cpus.ts: usable = min(host, floor(quota)), at least 1; threads = usable - 1, at least 1.
+  want=$(awk -v q="$SVC_CPUS" -v h="$host" 'BEGIN { u = int(q); if (u > h) u = h; if (u < 1) u = 1; t = u - 1; if (t < 1) t = 1; print t }')
+  grep -qE 'cfs quota 150000/100000|cpu.max \\"150000 100000\\"' <<<"$line" || { echo "the quota of --cpus $SVC_CPUS is not the reason: $line"; return 1; }
+  [ "$n" = "$want" ] || { echo "$n decode threads, $want expected: $line"; return 1; }
+  echo "--cpus $SVC_CPUS: $n decode thread(s), $(sed -n 's/.*"reason":"\([^"]*\(\\"[^"]*\)*\)".*/\1/p' <<<"$line" | tr -d '\\')"
+}
+check_healthcheck() {
+  local cmd; cmd=$(podman inspect --format '{{json .Config.Healthcheck.Test}}' "$RUN_ID-svc")
+  case "$cmd" in *healthz*) ;; *) echo "the container has no HEALTHCHECK: $cmd"; return 1 ;; esac
+  podman healthcheck run "$RUN_ID-svc" >&2 || { echo "podman healthcheck run: unhealthy"; return 1; }
+  local status; status=$(podman inspect --format '{{.State.Health.Status}}' "$RUN_ID-svc" 2>/dev/null || podman inspect --format '{{.State.Healthcheck.Status}}' "$RUN_ID-svc")
+  [ "$status" = healthy ] || { echo "status \"$status\" after a passing check"; return 1; }
+  echo "the image's HEALTHCHECK (node fetch of /healthz): $status"
+}
+check_sigterm() {
+  local t0 code; t0=$(now)
+  podman kill --signal TERM "$RUN_ID-svc" >/dev/null || { echo "podman kill failed"; return 1; }
+  code=$(timeout 15 podman wait "$RUN_ID-svc") || { echo "still running 15 s after SIGTERM"; return 1; }
+  [ "$code" = 0 ] || { podman logs --tail 5 "$RUN_ID-svc" >&2; echo "exit $code after SIGTERM"; return 1; }
+  echo "exit 0 $(since "$t0") s after SIGTERM"
+}
+
+# The image's producer entry point loads a topic of our own; the engine in the image reads it whole.
+check_producer() {
+  local topic=$RUN_ID out n
+  out=$(prun --rm --network host --entrypoint tini -e KAFKA_BROKERS -e KAFKA_TOPICS="$topic" \
+    -e GEN_COUNT="$KAFKA_RECORDS" -e GEN_START=2020-02-11T12:42:13Z -e PRODUCE_PARTITIONS=4 \
+    "$IMAGE" -- node dist/src/tools/produce.js 2>&1) || { tail -5 <<<"$out" >&2; echo "the producer exited non-zero"; return 1; }
+  n=$(kafka_admin count "$topic") || { echo "could not read the topic's offsets"; return 1; }
+  [ "$n" = "$KAFKA_RECORDS" ] || { echo "$n records in $topic, $KAFKA_RECORDS expected"; return 1; }
+  echo "$n records in $topic (4 partitions) from dist/src/tools/produce.js under tini"
+}
+check_kafka_job() {
+  local topic=$RUN_ID port total ok code rows; port=$(free_port)
+  prun -d --name "$RUN_ID-kafka" --network host --log-driver k8s-file -e SOURCE=kafka -e KAFKA_BROKERS \
+    -e KAFKA_TOPICS="$topic" -e KAFKA_GROUP_ID="$topic" -e METRICS_HOST=127.0.0.1 -e METRICS_PORT="$port" \
+    "$IMAGE" >/dev/null || { echo "podman run failed"; return 1; }
+  records() {
+    curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v want="${1:-}" '
+      /^streamstats_records_total[{ ]/ && (want == "" || index($0, "result=\"" want "\"")) { s += $NF } END { print s + 0 }'
+  }
+  all_read() { [ "$(records)" -ge "$KAFKA_RECORDS" ]; }
+  wait_for 90 all_read || { podman logs --tail 5 "$RUN_ID-kafka" >&2; echo "$(records) of $KAFKA_RECORDS records after 90 s"; return 1; }
+  total=$(records); ok=$(records ok)
+  podman kill --signal TERM "$RUN_ID-kafka" >/dev/null
+  code=$(timeout 20 podman wait "$RUN_ID-kafka") || { echo "still running 20 s after SIGTERM"; return 1; }
+  rows=$(podman logs "$RUN_ID-kafka" 2>/dev/null | grep -c '^{"' || true)
+  [ "$total" = "$KAFKA_RECORDS" ] && [ "$ok" = "$KAFKA_RECORDS" ] || { echo "$total records counted ($ok ok), $KAFKA_RECORDS produced"; return 1; }
+  [ "$code" = 0 ] || { echo "exit $code after SIGTERM"; return 1; }
+  echo "$ok of $KAFKA_RECORDS records ok from $KAFKA_BROKERS, exit 0 on SIGTERM"
+}
+
+# The Kubernetes manifest, offline: the API's schema (kubernetes-models) and its fields
+# (@kubernetes/client-node's models), from npm, pinned, installed once into the cache. A manifest
+# with a typo'd field and a wrong type must fail, so the check can fail.
+KUBE_TOOLS="kubernetes-models@5.1.0 @kubernetes/client-node@1.4.0 js-yaml@4.1.0"
+check_kube_schema() {
+  local dir="$CACHE_DIR/kube-validate-$(echo "$KUBE_TOOLS" | sha256sum | cut -c1-12)" out
+  if [ ! -e "$dir/.installed" ]; then
+    mkdir -p "$dir" && echo '{"private":true,"type":"module"}' > "$dir/package.json" \
+      && (cd "$dir" && npm install --no-audit --no-fund --silent $KUBE_TOOLS >&2) && touch "$dir/.installed" \
+      || { echo "npm install $KUBE_TOOLS failed"; return 1; }
+  fi
+  cp scripts/kube-validate.mjs "$dir/"
+  out=$("$NODE_BIN" "$dir/kube-validate.mjs" deploy/kubernetes/streamstats.yaml) || { echo "$out" | grep invalid; return 1; }
+  sed -e 's/readOnlyRootFilesystem: true/readOnlyRootFilesystm: true/' -e 's/periodSeconds: 5$/periodSeconds: "5s"/' \
+    deploy/kubernetes/streamstats.yaml > "$WORK/broken.yaml"
+  local bad; bad=$("$NODE_BIN" "$dir/kube-validate.mjs" "$WORK/broken.yaml") && { echo "a broken manifest passed: $bad"; return 1; }
+  grep -q 'readOnlyRootFilesystm: unknown field' <<<"$bad" && grep -q 'periodSeconds must be integer' <<<"$bad" \
+    || { echo "a broken manifest failed, but not for its two faults: $bad"; return 1; }
+  echo "$(grep -c '^valid' <<<"$out") objects valid ($KUBE_TOOLS); a typo'd field and a wrong type are refused"
+}
+
+# The manifest played by podman: the pod starts from the image, reads the topic of the producer
+# check, writes rows to PostgreSQL (a schema of our own), answers its probes as the kubelet asks
+# them (HTTP GET of each probe's path and port), and serves the API with the mounted token file.
+check_kube_play() {
+  local schema="ss_${RUN_ID//-/_}" mport aport token url probes kind path port t0 code rows
+  mport=$(free_port); aport=$(free_port); token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  psql -h 127.0.0.1 -U postgres -d test -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
+  echo "$schema" > "$WORK/kube.schema"
+  url="postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D$schema"
+  "$NODE_BIN" scripts/kube-podman.mjs deploy/kubernetes/streamstats.yaml "$IMAGE" "$KAFKA_BROKERS" "$RUN_ID" \
+    "$mport" "$aport" "$token" > "$WORK/kube.yaml" 2> "$WORK/kube.probes" || { cat "$WORK/kube.probes" >&2; echo "no podman variant"; return 1; }
+  # podman 4.3 makes a secretKeyRef's value from a podman secret holding JSON (key -> base64); a
+  # Secret played from YAML is stored as YAML, which it then cannot read: the secret is made here,
+  # as `kubectl create secret generic streamstats-postgres --from-literal=url=...` would.
+  printf '{"url":"%s"}' "$(printf %s "$url" | base64 -w0)" | podman secret create streamstats-postgres - >/dev/null \
+    || { echo "podman secret create failed"; return 1; }
+  touch "$WORK/kube.played"
+  # kube play has no --ulimit: the same limits as the other containers, from a containers.conf.
+  printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n' > "$WORK/containers.conf"
+  t0=$(now)
+  CONTAINERS_CONF="$WORK/containers.conf" podman kube play "$WORK/kube.yaml" >&2 || { echo "podman kube play failed"; return 1; }
+  local ctr=streamstats-pod-0-streamstats answers=()
+  while read -r kind path port; do
+    wait_for 60 curl -fsS "http://127.0.0.1:$port$path" \
+      || { podman logs --tail 5 "$ctr" >&2; echo "$kind probe: no 2xx from $path on :$port in 60 s"; return 1; }
+    answers+=("$kind $path $(since "$t0") s")
+  done < "$WORK/kube.probes"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Auth-Token: $token" "http://127.0.0.1:$aport/v2/meters")
+  [ "$code" = 200 ] || { echo "API with the mounted token: HTTP $code"; return 1; }
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$aport/v2/meters")
+  [ "$code" = 401 ] || { echo "API without a token: HTTP $code, 401 expected"; return 1; }
+  has_rows() { [ "$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics" 2>/dev/null || echo 0)" -gt 0 ]; }
+  wait_for 60 has_rows || { echo "no rows in $schema.streamstats_statistics after 60 s"; return 1; }
+  rows=$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics")
+  local sec; sec=$(podman inspect --format '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{len .EffectiveCaps}}' "$ctr")
+  [ "$sec" = "1000:1000 true 0" ] || { echo "securityContext not applied: user, read-only, capabilities = $sec"; return 1; }
+  echo "pod running (uid 1000, read-only, no capabilities); ${answers[*]}; API 200 with the token file, 401 without; $rows rows in PostgreSQL"
+}
+kube_cleanup() {
+  [ -e "$WORK/kube.played" ] || return 0
+  podman kube down "$WORK/kube.yaml" >/dev/null 2>&1
+  podman secret rm streamstats-postgres >/dev/null 2>&1
+  podman volume rm -f streamstats-api-tokens >/dev/null 2>&1
 }
 
 # --- checks: each runs in its own bash under `timeout`, so a hung container cannot hang the run
@@ -165,7 +381,7 @@ check() {
   local name=$1 limit=$2 fn=$3 out rc t0 t1
   N=$((N + 1))
   t0=$(date +%s.%N)
-  out=$(timeout -k 5 "$limit" bash -c "$fn" 2>"$WORK/check-$N.err"); rc=$?
+  out=$(timeout -k 5 "$limit" bash -c "$fn" 2>"$WORK/check-$N.err" </dev/null); rc=$?
   t1=$(date +%s.%N)
   local secs; secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   out=$(tail -1 <<<"$out")
@@ -184,11 +400,14 @@ skip_rest() { local name; for name in "$@"; do N=$((N + 1)); FAILED=$((FAILED + 
 BASE_IMPORTED=0
 cleanup() {
   local ids
+  kube_cleanup
+  [ -s "$WORK/kube.schema" ] && psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/kube.schema") CASCADE" >/dev/null 2>&1
   ids=$(podman ps -a --filter "label=org.streamstats.check=$RUN_ID" -q 2>/dev/null)
-  [ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1
-  podman image rm -f "$IMAGE" >/dev/null 2>&1
+  [ -n "$ids" ] && podman rm -f -v -t 0 $ids >/dev/null 2>&1
+  [ -z "${KEEP_IMAGE:-}" ] && podman image rm -f "$IMAGE" >/dev/null 2>&1
   [ "$BASE_IMPORTED" = 1 ] && podman image rm -f "$BASE_NAME" >/dev/null 2>&1
   buildah rm --all >/dev/null 2>&1
+  [ "${TOPIC_MADE:-}" = 1 ] && timeout 20 bash -c 'kafka_admin delete "$RUN_ID"' >/dev/null 2>&1
   podman image prune -f >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -200,43 +419,78 @@ summary() {
 }
 
 main() {
-  local host_build=1
-  case "${1:-}" in
-    base) need_tools || die "could not install the tools"; ensure_base; BASE_IMPORTED=0; exit $? ;;
-    --no-build) host_build=0 ;;
-    "") ;;
-    *) die "usage: scripts/image.sh [--no-build] | base" ;;
-  esac
+  local host_build=1 given_image=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      base) need_tools || die "could not install the tools"; ensure_base; exit $? ;;
+      --no-build) host_build=0 ;;
+      --image) given_image=${2:?--image needs a name}; shift ;;
+      *) die "usage: scripts/image.sh [--no-build] [--image NAME] | base" ;;
+    esac
+    shift
+  done
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  export -f need_tools make_base_rootfs node_version base_key ensure_base log
-  export SUITE CACHE_DIR BASE_NAME IMAGE WORK RUN_ID REPO_ROOT NODE_BIN KAFKA_RECORDS
+  export -f need_tools make_base_rootfs node_version base_key ensure_base log prun free_port wait_for now since \
+    kafka_admin check_default_rows check_healthz check_tini_uid check_readonly_caps check_threads_auto \
+    check_healthcheck check_sigterm check_producer check_kafka_job check_kube_schema check_kube_play
+  export KUBE_TOOLS SVC_CPUS SUITE CACHE_DIR BASE_NAME IMAGE WORK RUN_ID REPO_ROOT NODE_BIN KAFKA_RECORDS
 
   echo "image.sh: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap)" 600 \
     'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3)"' \
     || { SKIP_WHY="no tools"; skip_rest base build; summary; exit 1; }
-  # ensure_base sets BASE_IMPORTED: run it in this shell, under the same kind of line.
-  N=$((N + 1)); local t0=$SECONDS out
-  if out=$(ensure_base 2>"$WORK/base.err"); then
-    PASSED=$((PASSED + 1)); echo "ok $N - stand-in base $BASE_NAME ($((SECONDS - t0)) s): $out"
+  if [ -n "$given_image" ]; then
+    # A development shortcut: checks of an image built before (kept afterwards).
+    IMAGE=$given_image; KEEP_IMAGE=1
   else
-    FAILED=$((FAILED + 1)); echo "not ok $N - stand-in base $BASE_NAME ($((SECONDS - t0)) s)"; sed 's/^/#   /' "$WORK/base.err" | tail -15
-    SKIP_WHY="no base"; skip_rest build; summary; exit 1
+    # ensure_base sets BASE_IMPORTED: run it in this shell, under the same kind of line.
+    N=$((N + 1)); local t0=$SECONDS out
+    if out=$(ensure_base 2>"$WORK/base.err"); then
+      [ -e "$WORK/base.imported" ] && BASE_IMPORTED=1
+      PASSED=$((PASSED + 1)); echo "ok $N - stand-in base $BASE_NAME ($((SECONDS - t0)) s): $out"
+    else
+      [ -e "$WORK/base.imported" ] && BASE_IMPORTED=1
+      FAILED=$((FAILED + 1)); echo "not ok $N - stand-in base $BASE_NAME ($((SECONDS - t0)) s)"; sed 's/^/#   /' "$WORK/base.err" | tail -15
+      SKIP_WHY="no base"; skip_rest build; summary; exit 1
+    fi
+    check "buildah bud of the Dockerfile as it is" 400 '
+      printf "cafile=/run/streamstats-build-ca.crt\n" > "$WORK/npmrc"
+      ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+      buildah bud --pull=never --runtime runc --format docker --network host --layers=false \
+        -v "$ca:/run/streamstats-build-ca.crt:ro" -v "$WORK/npmrc:/root/.npmrc:ro" \
+        -f Dockerfile -t "$IMAGE" . >"$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log" >&2; exit 1; }
+      echo "$IMAGE, $(( $(podman image inspect --format "{{.Size}}" "$IMAGE") / 1000000 )) MB"' \
+      || { SKIP_WHY="no image"; summary; exit 1; }
   fi
-
-  check "buildah bud of the Dockerfile as it is" 400 '
-    printf "cafile=/run/streamstats-build-ca.crt\n" > "$WORK/npmrc"
-    ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
-    buildah bud --pull=never --runtime runc --format docker --network host --layers=false \
-      -v "$ca:/run/streamstats-build-ca.crt:ro" -v "$WORK/npmrc:/root/.npmrc:ro" \
-      -f Dockerfile -t "$IMAGE" . >"$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log" >&2; exit 1; }
-    podman image inspect --format "{{.Size}} {{.Config.User}} {{json .Config.Entrypoint}} {{json .Config.Healthcheck.Test}}" "$IMAGE" > "$WORK/inspect" || exit 1
-    read -r size user entry hc < "$WORK/inspect"
+  check "image config: USER node, ENTRYPOINT tini, HEALTHCHECK kept" 20 '
+    cfg=$(podman inspect --type image --format "{{.Config.User}} {{json .Config.Entrypoint}} {{json .Config.Healthcheck}}" "$IMAGE" 2>/dev/null) \
+      || cfg=$(podman inspect --type image --format "{{.Config.User}} {{json .Config.Entrypoint}} {{json .HealthCheck}}" "$IMAGE") || exit 1
+    read -r user entry hc <<<"$cfg"
     [ "$user" = node ] || { echo "USER is \"$user\", not node"; exit 1; }
-    case "$hc" in *healthz*) ;; *) echo "no HEALTHCHECK in the image config ($hc)"; exit 1 ;; esac
-    echo "$IMAGE, $((size / 1000000)) MB, user $user, entrypoint $entry, HEALTHCHECK kept"' \
-    || { SKIP_WHY="no image"; summary; exit 1; }
+    [ "$entry" = "[\"tini\",\"--\",\"node\",\"dist/src/cli.js\"]" ] || { echo "ENTRYPOINT $entry"; exit 1; }
+    case "$hc" in *healthz*) ;; *) echo "no HEALTHCHECK in the image config: $hc"; exit 1 ;; esac
+    echo "user $user, entrypoint $entry, HEALTHCHECK on /healthz"'
+  if [ "$host_build" = 1 ]; then
+    log "compiling dist/ for the host run (npx tsc)"
+    npx tsc -p tsconfig.json >&2 || log "tsc failed: the host run uses the dist/ there is"
+  fi
+  check "default job: rows md5-equal to the host's run" 180 check_default_rows
+  check "/healthz soon after start (read-only, --cap-drop ALL, --cpus $SVC_CPUS)" 40 check_healthz \
+    || { SKIP_WHY="no running container"; skip_rest "uid 1000 under tini" "read-only root, no capabilities" \
+      "WORKER_THREADS=auto reads the --cpus quota" "HEALTHCHECK healthy" "SIGTERM: exit 0"; SVC_DOWN=1; }
+  if [ -z "${SVC_DOWN:-}" ]; then
+    check "uid 1000 under tini" 20 check_tini_uid
+    check "read-only root, no capabilities" 20 check_readonly_caps
+    check "WORKER_THREADS=auto reads the --cpus quota" 20 check_threads_auto
+    check "the image's HEALTHCHECK healthy" 20 check_healthcheck
+    check "SIGTERM: exit 0 within 15 s" 25 check_sigterm
+  fi
+  TOPIC_MADE=1
+  check "producer entry point: $KAFKA_RECORDS records into a topic of our own" 120 check_producer \
+    && check "Kafka job: $KAFKA_RECORDS of $KAFKA_RECORDS records read" 150 check_kafka_job
+  check "deploy/kubernetes: schema and fields (offline validators from npm)" 180 check_kube_schema
+  check "deploy/kubernetes: podman kube play, probes answered, API, rows" 150 check_kube_play
 
   summary
 }
