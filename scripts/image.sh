@@ -182,7 +182,7 @@ wait_for() {
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 kafka_admin() {
-  # $1: count | delete; $2: topic. kafkajs of the repository, on the host.
+  # $1: count | delete | create; $2: topic; $3: partitions (create). kafkajs of the repository, on the host.
   (cd "$REPO_ROOT" && "$NODE_BIN" --input-type=module -e '
     import kafkajs from "kafkajs";
     const [op, topic] = process.argv.slice(1);
@@ -190,6 +190,7 @@ kafka_admin() {
     await admin.connect();
     try {
       if (op === "delete") await admin.deleteTopics({ topics: [topic], timeout: 10000 });
+      else if (op === "create") await admin.createTopics({ topics: [{ topic, numPartitions: Number(process.argv[3]) }], waitForLeaders: true });
       else console.log((await admin.fetchTopicOffsets(topic)).reduce((s, p) => s + Number(p.high) - Number(p.low), 0));
     } finally { await admin.disconnect(); }' "$@")
 }
@@ -373,6 +374,91 @@ kube_cleanup() {
   podman kube down "$WORK/kube.yaml" >/dev/null 2>&1
   podman secret rm streamstats-postgres >/dev/null 2>&1
   podman volume rm -f streamstats-api-tokens >/dev/null 2>&1
+  # kube play makes podman's network for pods the first time; not when it was there before.
+  grep -qx podman-default-kube-network "$WORK/networks.before" || podman network rm -f podman-default-kube-network >/dev/null 2>&1
+}
+
+# docker-compose.yml through Debian's podman-compose (1.0.3; no Docker Compose v2 here): the whole
+# file parsed and turned into podman commands (--dry-run), then the services of our own image run
+# from it (the broker and PostgreSQL are the machine's: the file's images cannot be had here).
+compose() { CONTAINERS_CONF="$WORK/containers.conf" podman-compose --podman-path "$WORK/podman-host-net" "$@"; }
+compose_setup() {
+  printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n' > "$WORK/containers.conf"
+  # podman-compose 1.0.3 adds "--net PROJECT_default --network-alias SERVICE" to every container, also
+  # to one with network_mode: host, which podman refuses: this drops the pair when --network host is given.
+  cat > "$WORK/podman-host-net" <<'WRAP'
+#!/usr/bin/env bash
+host=0 prev=
+for a in "$@"; do [ "$prev" = --network ] && [ "$a" = host ] && host=1; prev=$a; done
+args=()
+while [ $# -gt 0 ]; do
+  if [ "$host" = 1 ] && { [ "$1" = --net ] || [ "$1" = --network-alias ]; }; then shift 2; continue; fi
+  args+=("$1"); shift
+done
+exec podman "${args[@]}"
+WRAP
+  chmod +x "$WORK/podman-host-net"
+}
+check_compose_parse() {
+  local proj="$RUN_ID-dry" out svc missing=() notes=()
+  compose_setup
+  touch "$WORK/compose.dry"
+  out=$(compose -f docker-compose.yml -p "$proj" --dry-run up -d 2>&1) || { tail -5 <<<"$out" >&2; echo "podman-compose refused the file"; return 1; }
+  for svc in $("$NODE_BIN" -e 'const y = require("yaml"); console.log(Object.keys(y.parse(require("fs").readFileSync("docker-compose.yml", "utf8")).services).join(" "))'); do
+    grep -q -- "--name=${proj}_${svc}_1 " <<<"$out" || missing+=("$svc")
+  done
+  [ ${#missing[@]} -eq 0 ] || { echo "no podman run for ${missing[*]}"; return 1; }
+  grep -q ' build -t streamstats:local -f ./Dockerfile \.' <<<"$out" || { echo "no build of streamstats:local from ./Dockerfile"; return 1; }
+  local engine; engine=$(grep -- "--name=${proj}_streamstats_1 " <<<"$out")
+  grep -q -- '--cpus 3' <<<"$engine" && grep -q -- '-e WORKER_THREADS=2 ' <<<"$engine" && grep -q -- "_streamstats-data:/data" <<<"$engine" \
+    || { echo "the engine's run lacks --cpus 3, WORKER_THREADS=2 or the /data volume: $engine"; return 1; }
+  # What this podman-compose does not do with the file (Docker Compose v2 does): said, not failed.
+  grep -q -- '--stop-timeout' <<<"$engine" || notes+=("stop_grace_period")
+  grep -q -- "--name=${proj}_producer_1 .*GEN_START=\${GEN_START:-}" <<<"$out" && notes+=('${GEN_START:-} (passed literally)')
+  notes+=("top-level name (-p given)" "depends_on conditions (start order only)")
+  local IFS=,; echo "7 services parsed into podman commands in dependency order; not honoured by podman-compose 1.0.3: ${notes[*]}"
+}
+check_compose_run() {
+  local proj="$RUN_ID-compose" topic="$RUN_ID-compose" schema="ss_${RUN_ID//-/_}_c" mport aport url t0 code
+  mport=$(free_port); aport=$(free_port)
+  compose_setup
+  psql -h 127.0.0.1 -U postgres -d test -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
+  echo "$schema" > "$WORK/compose.schema"; echo "$topic" > "$WORK/compose.topic"
+  # What the file's kafka-init does: the topic before the engine (6 partitions, as there).
+  kafka_admin create "$topic" 6 >&2 || { echo "could not create $topic"; return 1; }
+  url="postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D$schema"
+  "$NODE_BIN" scripts/compose-podman.mjs docker-compose.yml "$IMAGE" "$KAFKA_BROKERS" "$topic" "$url" "$mport" "$aport" "$KAFKA_RECORDS" \
+    > "$WORK/compose.yml" || { echo "no runnable compose file"; return 1; }
+  touch "$WORK/compose.up"
+  compose -f "$WORK/compose.yml" -p "$proj" up -d streamstats >&2 || { echo "podman-compose up streamstats failed"; return 1; }
+  local ctr="${proj}_streamstats_1"
+  wait_for 30 curl -fsS "http://127.0.0.1:$mport/healthz" || { podman logs --tail 5 "$ctr" >&2; echo "no /healthz in 30 s"; return 1; }
+  compose -f "$WORK/compose.yml" -p "$proj" run --rm producer >&2 || { echo "podman-compose run producer failed"; return 1; }
+  records() { curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null | awk '/^streamstats_records_total\{result="ok"\}/ { print $NF; exit }'; }
+  all_read() { [ "$(records)" -ge "$KAFKA_RECORDS" ]; }
+  wait_for 90 all_read || { podman logs --tail 5 "$ctr" >&2; echo "$(records) of $KAFKA_RECORDS records after 90 s"; return 1; }
+  has_rows() { [ "$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics" 2>/dev/null || echo 0)" -gt 0 ]; }
+  wait_for 60 has_rows || { echo "no rows in $schema after 60 s"; return 1; }
+  local ok rows; ok=$(records); rows=$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics")
+  [ "$ok" = "$KAFKA_RECORDS" ] || { echo "$ok records ok, $KAFKA_RECORDS produced"; return 1; }
+  t0=$(now)
+  compose -f "$WORK/compose.yml" -p "$proj" stop streamstats >&2
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$ctr")
+  [ "$code" = 0 ] || { echo "exit $code on podman-compose stop"; return 1; }
+  echo "streamstats up (cpus 3, restart unless-stopped), producer run: $ok of $KAFKA_RECORDS records ok, $rows rows in PostgreSQL, stop: exit 0 in $(since "$t0") s"
+}
+compose_cleanup() {
+  if [ -e "$WORK/compose.up" ]; then
+    timeout 60 bash -c 'compose -f "$WORK/compose.yml" -p "$RUN_ID-compose" down -v' >/dev/null 2>&1
+    podman network rm -f "$RUN_ID-compose_default" >/dev/null 2>&1
+    [ -s "$WORK/compose.topic" ] && timeout 20 bash -c 'kafka_admin delete "$(cat "$WORK/compose.topic")"' >/dev/null 2>&1
+    [ -s "$WORK/compose.schema" ] && psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/compose.schema") CASCADE" >/dev/null 2>&1
+  fi
+  if [ -e "$WORK/compose.dry" ]; then
+    # --dry-run still creates the project's network and volumes.
+    podman volume ls -q | grep "^$RUN_ID-dry_" | xargs -r podman volume rm -f >/dev/null 2>&1
+    podman network rm -f "$RUN_ID-dry_default" >/dev/null 2>&1
+  fi
 }
 
 # --- checks: each runs in its own bash under `timeout`, so a hung container cannot hang the run
@@ -401,12 +487,15 @@ BASE_IMPORTED=0
 cleanup() {
   local ids
   kube_cleanup
+  compose_cleanup
   [ -s "$WORK/kube.schema" ] && psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/kube.schema") CASCADE" >/dev/null 2>&1
   ids=$(podman ps -a --filter "label=org.streamstats.check=$RUN_ID" -q 2>/dev/null)
   [ -n "$ids" ] && podman rm -f -v -t 0 $ids >/dev/null 2>&1
   [ -z "${KEEP_IMAGE:-}" ] && podman image rm -f "$IMAGE" >/dev/null 2>&1
   [ "$BASE_IMPORTED" = 1 ] && podman image rm -f "$BASE_NAME" >/dev/null 2>&1
   buildah rm --all >/dev/null 2>&1
+  # Anonymous volumes (the image's VOLUME /data) of the containers above, made during this run.
+  podman volume ls -q 2>/dev/null | grep -E '^[0-9a-f]{64}$' | grep -vxF -f "$WORK/volumes.before" | xargs -r podman volume rm -f >/dev/null 2>&1
   [ "${TOPIC_MADE:-}" = 1 ] && timeout 20 bash -c 'kafka_admin delete "$RUN_ID"' >/dev/null 2>&1
   podman image prune -f >/dev/null 2>&1
   rm -rf "$WORK"
@@ -433,9 +522,12 @@ main() {
   trap 'exit 130' INT TERM
   export -f need_tools make_base_rootfs node_version base_key ensure_base log prun free_port wait_for now since \
     kafka_admin check_default_rows check_healthz check_tini_uid check_readonly_caps check_threads_auto \
-    check_healthcheck check_sigterm check_producer check_kafka_job check_kube_schema check_kube_play
+    check_healthcheck check_sigterm check_producer check_kafka_job check_kube_schema check_kube_play \
+    compose compose_setup check_compose_parse check_compose_run
   export KUBE_TOOLS SVC_CPUS SUITE CACHE_DIR BASE_NAME IMAGE WORK RUN_ID REPO_ROOT NODE_BIN KAFKA_RECORDS
 
+  podman volume ls -q > "$WORK/volumes.before" 2>/dev/null
+  podman network ls --format '{{.Name}}' > "$WORK/networks.before" 2>/dev/null
   echo "image.sh: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap)" 600 \
     'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3)"' \
@@ -491,6 +583,8 @@ main() {
     && check "Kafka job: $KAFKA_RECORDS of $KAFKA_RECORDS records read" 150 check_kafka_job
   check "deploy/kubernetes: schema and fields (offline validators from npm)" 180 check_kube_schema
   check "deploy/kubernetes: podman kube play, probes answered, API, rows" 150 check_kube_play
+  check "docker-compose.yml parsed by podman-compose (--dry-run up)" 60 check_compose_parse
+  check "docker-compose.yml: our image's services run by podman-compose" 240 check_compose_run
 
   summary
 }
