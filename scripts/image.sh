@@ -376,6 +376,7 @@ kube_cleanup() {
   podman volume rm -f streamstats-api-tokens >/dev/null 2>&1
   # kube play makes podman's network for pods the first time; not when it was there before.
   grep -qx podman-default-kube-network "$WORK/networks.before" || podman network rm -f podman-default-kube-network >/dev/null 2>&1
+  grep -qx localhost/podman-pause "$WORK/images.before" || podman images -q localhost/podman-pause | xargs -r podman image rm -f >/dev/null 2>&1
 }
 
 # docker-compose.yml through Debian's podman-compose (1.0.3; no Docker Compose v2 here): the whole
@@ -416,7 +417,8 @@ check_compose_parse() {
   grep -q -- '--stop-timeout' <<<"$engine" || notes+=("stop_grace_period")
   grep -q -- "--name=${proj}_producer_1 .*GEN_START=\${GEN_START:-}" <<<"$out" && notes+=('${GEN_START:-} (passed literally)')
   notes+=("top-level name (-p given)" "depends_on conditions (start order only)")
-  local IFS=,; echo "7 services parsed into podman commands in dependency order; not honoured by podman-compose 1.0.3: ${notes[*]}"
+  local joined; joined=$(printf '%s; ' "${notes[@]}")
+  echo "7 services parsed into podman commands in dependency order; not honoured by podman-compose 1.0.3: ${joined%; }"
 }
 check_compose_run() {
   local proj="$RUN_ID-compose" topic="$RUN_ID-compose" schema="ss_${RUN_ID//-/_}_c" mport aport url t0 code
@@ -433,7 +435,9 @@ check_compose_run() {
   compose -f "$WORK/compose.yml" -p "$proj" up -d streamstats >&2 || { echo "podman-compose up streamstats failed"; return 1; }
   local ctr="${proj}_streamstats_1"
   wait_for 30 curl -fsS "http://127.0.0.1:$mport/healthz" || { podman logs --tail 5 "$ctr" >&2; echo "no /healthz in 30 s"; return 1; }
-  compose -f "$WORK/compose.yml" -p "$proj" run --rm producer >&2 || { echo "podman-compose run producer failed"; return 1; }
+  # --no-deps: without it, podman-compose 1.0.3 runs `up` of every service first (the producer's
+  # dependencies are gone here), which would start a second, detached producer.
+  compose -f "$WORK/compose.yml" -p "$proj" run --rm --no-deps producer >&2 || { echo "podman-compose run producer failed"; return 1; }
   records() { curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null | awk '/^streamstats_records_total\{result="ok"\}/ { print $NF; exit }'; }
   all_read() { [ "$(records)" -ge "$KAFKA_RECORDS" ]; }
   wait_for 90 all_read || { podman logs --tail 5 "$ctr" >&2; echo "$(records) of $KAFKA_RECORDS records after 90 s"; return 1; }
@@ -528,6 +532,7 @@ main() {
 
   podman volume ls -q > "$WORK/volumes.before" 2>/dev/null
   podman network ls --format '{{.Name}}' > "$WORK/networks.before" 2>/dev/null
+  podman images --format '{{.Repository}}' > "$WORK/images.before" 2>/dev/null
   echo "image.sh: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap)" 600 \
     'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3)"' \
