@@ -3,6 +3,7 @@
 # and no registry: Debian's buildah and podman, and a stand-in for the Dockerfile's base image.
 #
 #   scripts/image.sh [--no-build]   make (or reuse) the base, build the image, run every check
+#                                   (--no-build: the host run uses dist/ as it is, without tsc)
 #   scripts/image.sh base           only make (or reuse) the stand-in base
 #
 # The Dockerfile's FROM resolves to docker.io/library/node:24-bookworm-slim, which cannot be pulled
@@ -19,16 +20,26 @@
 # TLS may go through a re-signing proxy). Containers run with explicit ulimits, since podman cannot
 # raise them without CAP_SYS_RESOURCE.
 #
+# Then the deploy files: deploy/kubernetes validated offline (npm's kubernetes-models and
+# @kubernetes/client-node) and played by `podman kube play`; docker-compose.yml parsed by Debian's
+# podman-compose and its services of our image run by it (scripts/kube-podman.mjs and
+# compose-podman.mjs write the variants podman can run, and say what they change). The broker and
+# PostgreSQL are the machine's (--network host); topics, groups, schemas and ports are the run's own.
+#
 # One line per check ("ok N - what (seconds): detail" or "not ok N - ..."), each under a time limit;
 # at the end "image: N passed, N failed" and tap's "# { total: ... }" line (.ci/run reads it). Exit
-# status non-zero if any check failed. Containers, pods, secrets, images and the Kafka topic it made
-# are removed on exit, whatever happened.
+# status non-zero if any check failed. What it made (containers, pod, secret, volumes, networks,
+# images, topics, schemas) is removed on exit, whatever happened; the base stays cached.
+#
+#   scripts/image.sh --image NAME   the checks of an image built before (kept), for working on them
 #
 # Environment:
 #   IMAGE_CACHE_DIR   where the base tarball and the validator are kept
 #                     (default $XDG_CACHE_HOME/streamstats-image, else /var/cache/streamstats-image)
 #   KAFKA_BROKERS     the broker of the Kafka checks (default 127.0.0.1:9092), reached with --network host
 #   IMAGE_KAFKA_RECORDS  records the Kafka checks produce and consume (default 40000)
+#   PG_URL            the PostgreSQL of the Kubernetes and compose checks (default the tests':
+#                     postgres://postgres@127.0.0.1:5432/test), reached with --network host
 set -uo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,6 +52,8 @@ BASE_NAME="docker.io/library/node:24-bookworm-slim"
 SUITE="bookworm"
 export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:9092}"
 KAFKA_RECORDS="${IMAGE_KAFKA_RECORDS:-40000}"
+# The tests' PostgreSQL (a database URL without a query string); the checks work in schemas of their own.
+export PG_URL="${PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 RUN_ID="streamstats-image-$$-$RANDOM"
 IMAGE="localhost/streamstats:check-$$"
 NODE_BIN="$REPO_ROOT/node_modules/.bin/node"
@@ -180,6 +193,13 @@ wait_for() {
   done
 }
 now() { date +%s.%N; }
+# Rows of the engine's statistics view in a schema (0 when there is none yet).
+pg_rows() { psql "$PG_URL" -Atc "SELECT count(*) FROM $1.streamstats_statistics" 2>/dev/null || echo 0; }
+# streamstats_records_total on a metrics port: the sum over results, or one result's.
+metric_records() {
+  curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v want="${2:-}" '
+    /^streamstats_records_total[{ ]/ && (want == "" || index($0, "result=\"" want "\"")) { s += $NF } END { print s + 0 }'
+}
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 kafka_admin() {
   # $1: count | delete | create; $2: topic; $3: partitions (create). kafkajs of the repository, on the host.
@@ -295,10 +315,7 @@ check_kafka_job() {
   prun -d --name "$RUN_ID-kafka" --network host --log-driver k8s-file -e SOURCE=kafka -e KAFKA_BROKERS \
     -e KAFKA_TOPICS="$topic" -e KAFKA_GROUP_ID="$topic" -e METRICS_HOST=127.0.0.1 -e METRICS_PORT="$port" \
     "$IMAGE" >/dev/null || { echo "podman run failed"; return 1; }
-  records() {
-    curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v want="${1:-}" '
-      /^streamstats_records_total[{ ]/ && (want == "" || index($0, "result=\"" want "\"")) { s += $NF } END { print s + 0 }'
-  }
+  records() { metric_records "$port" "$@"; }
   all_read() { [ "$(records)" -ge "$KAFKA_RECORDS" ]; }
   wait_for 90 all_read || { podman logs --tail 5 "$RUN_ID-kafka" >&2; echo "$(records) of $KAFKA_RECORDS records after 90 s"; return 1; }
   total=$(records); ok=$(records ok)
@@ -337,9 +354,9 @@ check_kube_schema() {
 check_kube_play() {
   local schema="ss_${RUN_ID//-/_}" mport aport token url probes kind path port t0 code rows
   mport=$(free_port); aport=$(free_port); token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  psql -h 127.0.0.1 -U postgres -d test -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
+  psql "$PG_URL" -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
   echo "$schema" > "$WORK/kube.schema"
-  url="postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D$schema"
+  url="$PG_URL?options=-c%20search_path%3D$schema"
   "$NODE_BIN" scripts/kube-podman.mjs deploy/kubernetes/streamstats.yaml "$IMAGE" "$KAFKA_BROKERS" "$RUN_ID" \
     "$mport" "$aport" "$token" > "$WORK/kube.yaml" 2> "$WORK/kube.probes" || { cat "$WORK/kube.probes" >&2; echo "no podman variant"; return 1; }
   # podman 4.3 makes a secretKeyRef's value from a podman secret holding JSON (key -> base64); a
@@ -362,9 +379,9 @@ check_kube_play() {
   [ "$code" = 200 ] || { echo "API with the mounted token: HTTP $code"; return 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$aport/v2/meters")
   [ "$code" = 401 ] || { echo "API without a token: HTTP $code, 401 expected"; return 1; }
-  has_rows() { [ "$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics" 2>/dev/null || echo 0)" -gt 0 ]; }
+  has_rows() { [ "$(pg_rows "$schema")" -gt 0 ]; }
   wait_for 60 has_rows || { echo "no rows in $schema.streamstats_statistics after 60 s"; return 1; }
-  rows=$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics")
+  rows=$(pg_rows "$schema")
   local sec; sec=$(podman inspect --format '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{len .EffectiveCaps}}' "$ctr")
   [ "$sec" = "1000:1000 true 0" ] || { echo "securityContext not applied: user, read-only, capabilities = $sec"; return 1; }
   echo "pod running (uid 1000, read-only, no capabilities); ${answers[*]}; API 200 with the token file, 401 without; $rows rows in PostgreSQL"
@@ -424,11 +441,11 @@ check_compose_run() {
   local proj="$RUN_ID-compose" topic="$RUN_ID-compose" schema="ss_${RUN_ID//-/_}_c" mport aport url t0 code
   mport=$(free_port); aport=$(free_port)
   compose_setup
-  psql -h 127.0.0.1 -U postgres -d test -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
+  psql "$PG_URL" -qc "CREATE SCHEMA $schema" >&2 || { echo "could not create schema $schema"; return 1; }
   echo "$schema" > "$WORK/compose.schema"; echo "$topic" > "$WORK/compose.topic"
   # What the file's kafka-init does: the topic before the engine (6 partitions, as there).
   kafka_admin create "$topic" 6 >&2 || { echo "could not create $topic"; return 1; }
-  url="postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3D$schema"
+  url="$PG_URL?options=-c%20search_path%3D$schema"
   "$NODE_BIN" scripts/compose-podman.mjs docker-compose.yml "$IMAGE" "$KAFKA_BROKERS" "$topic" "$url" "$mport" "$aport" "$KAFKA_RECORDS" \
     > "$WORK/compose.yml" || { echo "no runnable compose file"; return 1; }
   touch "$WORK/compose.up"
@@ -438,12 +455,12 @@ check_compose_run() {
   # --no-deps: without it, podman-compose 1.0.3 runs `up` of every service first (the producer's
   # dependencies are gone here), which would start a second, detached producer.
   compose -f "$WORK/compose.yml" -p "$proj" run --rm --no-deps producer >&2 || { echo "podman-compose run producer failed"; return 1; }
-  records() { curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null | awk '/^streamstats_records_total\{result="ok"\}/ { print $NF; exit }'; }
+  records() { metric_records "$mport" ok; }
   all_read() { [ "$(records)" -ge "$KAFKA_RECORDS" ]; }
   wait_for 90 all_read || { podman logs --tail 5 "$ctr" >&2; echo "$(records) of $KAFKA_RECORDS records after 90 s"; return 1; }
-  has_rows() { [ "$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics" 2>/dev/null || echo 0)" -gt 0 ]; }
+  has_rows() { [ "$(pg_rows "$schema")" -gt 0 ]; }
   wait_for 60 has_rows || { echo "no rows in $schema after 60 s"; return 1; }
-  local ok rows; ok=$(records); rows=$(psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT count(*) FROM $schema.streamstats_statistics")
+  local ok rows; ok=$(records); rows=$(pg_rows "$schema")
   [ "$ok" = "$KAFKA_RECORDS" ] || { echo "$ok records ok, $KAFKA_RECORDS produced"; return 1; }
   t0=$(now)
   compose -f "$WORK/compose.yml" -p "$proj" stop streamstats >&2
@@ -456,7 +473,7 @@ compose_cleanup() {
     timeout 60 bash -c 'compose -f "$WORK/compose.yml" -p "$RUN_ID-compose" down -v' >/dev/null 2>&1
     podman network rm -f "$RUN_ID-compose_default" >/dev/null 2>&1
     [ -s "$WORK/compose.topic" ] && timeout 20 bash -c 'kafka_admin delete "$(cat "$WORK/compose.topic")"' >/dev/null 2>&1
-    [ -s "$WORK/compose.schema" ] && psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/compose.schema") CASCADE" >/dev/null 2>&1
+    [ -s "$WORK/compose.schema" ] && psql "$PG_URL" -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/compose.schema") CASCADE" >/dev/null 2>&1
   fi
   if [ -e "$WORK/compose.dry" ]; then
     # --dry-run still creates the project's network and volumes.
@@ -492,16 +509,17 @@ cleanup() {
   local ids
   kube_cleanup
   compose_cleanup
-  [ -s "$WORK/kube.schema" ] && psql -h 127.0.0.1 -U postgres -d test -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/kube.schema") CASCADE" >/dev/null 2>&1
+  [ -s "$WORK/kube.schema" ] && psql "$PG_URL" -qc "DROP SCHEMA IF EXISTS $(cat "$WORK/kube.schema") CASCADE" >/dev/null 2>&1
   ids=$(podman ps -a --filter "label=org.streamstats.check=$RUN_ID" -q 2>/dev/null)
   [ -n "$ids" ] && podman rm -f -v -t 0 $ids >/dev/null 2>&1
   [ -z "${KEEP_IMAGE:-}" ] && podman image rm -f "$IMAGE" >/dev/null 2>&1
   [ "$BASE_IMPORTED" = 1 ] && podman image rm -f "$BASE_NAME" >/dev/null 2>&1
-  buildah rm --all >/dev/null 2>&1
+  # Working containers of a build that failed or timed out (a build that succeeds removes its own).
+  buildah containers -q 2>/dev/null | grep -vxF -f "$WORK/buildah.before" | xargs -r buildah rm >/dev/null 2>&1
+  rm -rf "$CACHE_DIR/rootfs-$$"
   # Anonymous volumes (the image's VOLUME /data) of the containers above, made during this run.
   podman volume ls -q 2>/dev/null | grep -E '^[0-9a-f]{64}$' | grep -vxF -f "$WORK/volumes.before" | xargs -r podman volume rm -f >/dev/null 2>&1
   [ "${TOPIC_MADE:-}" = 1 ] && timeout 20 bash -c 'kafka_admin delete "$RUN_ID"' >/dev/null 2>&1
-  podman image prune -f >/dev/null 2>&1
   rm -rf "$WORK"
 }
 
@@ -524,7 +542,7 @@ main() {
   done
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  export -f need_tools make_base_rootfs node_version base_key ensure_base log prun free_port wait_for now since \
+  export -f need_tools make_base_rootfs node_version base_key ensure_base log prun free_port wait_for now since pg_rows metric_records \
     kafka_admin check_default_rows check_healthz check_tini_uid check_readonly_caps check_threads_auto \
     check_healthcheck check_sigterm check_producer check_kafka_job check_kube_schema check_kube_play \
     compose compose_setup check_compose_parse check_compose_run
@@ -533,6 +551,7 @@ main() {
   podman volume ls -q > "$WORK/volumes.before" 2>/dev/null
   podman network ls --format '{{.Name}}' > "$WORK/networks.before" 2>/dev/null
   podman images --format '{{.Repository}}' > "$WORK/images.before" 2>/dev/null
+  buildah containers -q > "$WORK/buildah.before" 2>/dev/null
   echo "image.sh: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap)" 600 \
     'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3)"' \
