@@ -6,14 +6,13 @@
 // variants alternate round by round and only medians are compared. Records/s is the program's own
 // (elapsed from its pipeline start); CPU is user + system of the whole process (all threads), per record.
 // Alone: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_COMMIT, BASE_TREE, GEN_COUNT)
-import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCommit, givenTree, type BaseTree } from '../lib/base-tree.js';
 import { scratchDir } from '../lib/child.js';
-import { alternate, type Protocol, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
+import { alternate, type Protocol, type Variant, type VariantResult } from '../lib/measure.js';
+import { NODE, THREAD_CPU, threadSample, timed, timedCli } from '../lib/timed.js';
 import { ROOT, variant, type Group, type Scenario } from '../lib/scenario.js';
 import { fmt } from '../lib/stats.js';
 
@@ -22,71 +21,15 @@ const POINTS = 690_000;
 export const DEFAULT_BASE_COMMIT = '49b6812';
 const TARGETS = { poolVsInThread: 1.7, poolVsBaseline: 3 };
 
-interface Timed {
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly cpuSeconds: number;
-  readonly wallSeconds: number;
-  readonly maxRssBytes: number;
-  /** CPU seconds per kind of thread (thread-cpu-preload): MAIN, WorkerThread, V8Worker, libuv-worker. */
-  readonly threads: Readonly<Record<string, number>>;
-}
-
-/** Every run gets the per-thread CPU preload: where the CPU went, not only how much. */
-const THREAD_CPU = ['--import', join(ROOT, 'dist/bench/lib/thread-cpu-preload.js')];
-
-function timed(args: readonly string[], env: Record<string, string>): Promise<Timed> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S %M %e', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const m = /CPU ([\d.]+) ([\d.]+) (\d+) ([\d.]+)\s*$/.exec(stderr);
-      const t = stderr.split('\n').find((l) => l.startsWith('{"bench":"threads"'));
-      const threads = t === undefined ? {} : (JSON.parse(t) as { threads: Record<string, number> }).threads;
-      if (code !== 0 || m === null) reject(new Error(`${args.join(' ')} exited ${code}: ${stderr.slice(-500)}`));
-      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]), wallSeconds: Number(m[4]), maxRssBytes: Number(m[3]) * 1024, threads });
-    });
-  });
-}
-
-function sample(records: number, recordsPerSecond: number, elapsedSeconds: number, t: Timed): Sample {
-  const us = (s: number | undefined): number => ((s ?? 0) * 1e6) / records;
-  return {
-    recordsPerSecond,
-    elapsedSeconds,
-    peakRssBytes: t.maxRssBytes,
-    extra: {
-      cpuUsPerRecord: (t.cpuSeconds * 1e6) / records,
-      records,
-      mainUs: us(t.threads['MAIN']),
-      workerUs: us(t.threads['WorkerThread']),
-      v8Us: us(t.threads['V8Worker']),
-      libuvUs: us(t.threads['libuv-worker']),
-      // Whole process, start to exit: how many of the machine's cores the run kept busy on average.
-      cores: t.cpuSeconds / t.wallSeconds,
-    },
-  };
-}
-
 function cli(tree: string, id: string, label: string, vars: Record<string, string>, count: number, dir: string): Variant {
   return {
     id,
     label,
     config: { ...vars, GEN_COUNT: count, tree: tree === ROOT ? 'this tree' : 'base commit' },
     run: async () => {
-      const out = join(dir, `${id}.ndjson`);
-      rmSync(out, { force: true });
-      const env = { METRICS_PORT: '0', SINK: `file:${out}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`, GEN_COUNT: String(count), PROGRESS: 'off', LOG_LEVEL: 'info', ...vars };
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(tree, 'dist/src/cli.js')], env);
-      const done = t.stderr.split('\n').find((l) => l.includes('"msg":"done"'));
-      if (done === undefined) throw new Error(`${id}: no summary line`);
-      const s = (JSON.parse(done) as { summary: { records: number; recordsPerSecond: number; elapsedSeconds: number; ok: number } }).summary;
+      const { t, summary: s } = await timedCli(tree, { GEN_COUNT: String(count), ...vars }, dir, join(dir, `${id}.ndjson`));
       if (s.ok !== count) throw new Error(`${id}: ${s.ok} of ${count} records accepted`);
-      return sample(s.records, s.recordsPerSecond, s.elapsedSeconds, t);
+      return threadSample(s.records, s.recordsPerSecond, s.elapsedSeconds, t);
     },
   };
 }
@@ -97,9 +40,9 @@ function baseline(count: number, dir: string): Variant {
     label: 'single-threaded whole-job baseline (bench/scenarios/baseline-job.ts)',
     config: { GEN_COUNT: count },
     run: async () => {
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
+      const t = await timed([NODE, ...THREAD_CPU, join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
       const j = JSON.parse(t.stdout) as { records: number; recordsPerSecond: number; elapsedSeconds: number };
-      return sample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
+      return threadSample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
     },
   };
 }
