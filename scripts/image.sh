@@ -65,13 +65,15 @@ die() { log "$*"; exit 1; }
 # --- what the machine needs, from Debian's apt, installed only when missing
 need_tools() {
   local missing=() t
-  for t in buildah podman runc conmon debootstrap; do command -v "$t" >/dev/null 2>&1 || missing+=("$t"); done
+  for t in buildah podman runc conmon debootstrap podman-compose; do command -v "$t" >/dev/null 2>&1 || missing+=("$t"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} (apt-get)"
+  # With their recommended packages, as checked here: catatonit (the pause image of kube play),
+  # the network plugins, crun beside runc.
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      buildah podman runc conmon debootstrap uidmap fuse-overlayfs slirp4netns containernetworking-plugins \
-      debian-archive-keyring >&2
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      buildah podman runc conmon debootstrap podman-compose uidmap fuse-overlayfs slirp4netns \
+      containernetworking-plugins debian-archive-keyring >&2
 }
 
 # --- the stand-in base
@@ -553,8 +555,8 @@ main() {
   podman images --format '{{.Repository}}' > "$WORK/images.before" 2>/dev/null
   buildah containers -q > "$WORK/buildah.before" 2>/dev/null
   echo "image.sh: $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-  check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap)" 600 \
-    'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3)"' \
+  check "tools from Debian's apt (buildah, podman, runc, conmon, debootstrap, podman-compose)" 600 \
+    'need_tools && echo "buildah $(buildah --version | cut -d" " -f3), podman $(podman --version | cut -d" " -f3), runc $(runc --version | head -1 | cut -d" " -f3), podman-compose $(dpkg-query -W -f="\${Version}" podman-compose)"' \
     || { SKIP_WHY="no tools"; skip_rest base build; summary; exit 1; }
   if [ -n "$given_image" ]; then
     # A development shortcut: checks of an image built before (kept afterwards).
