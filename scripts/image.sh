@@ -81,7 +81,7 @@ node_version() { sed -n '/"node_modules\/node": {/,/}/s/.*"version": "\([^"]*\)"
 
 # Everything that decides the base's content is in this function: its text is part of the cache key.
 make_base_rootfs() {
-  local root=$1 node_version=$2 mirror tmp
+  local root=$1 node_version=$2 versions_file=$3 mirror tmp
   mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
   mirror=${mirror:-http://deb.debian.org/debian}
   debootstrap --variant=minbase "$SUITE" "$root" "$mirror" >&2 || return 1
@@ -135,7 +135,7 @@ make_base_rootfs() {
   chroot "$root" groupadd --gid 1000 node || return 1
   chroot "$root" useradd --uid 1000 --gid node --shell /bin/bash --create-home node || return 1
   chroot "$root" node --version >/dev/null || return 1
-  echo "$npm_version $corepack_version" > "$root/.streamstats-base-npm"
+  echo "$npm_version $corepack_version" > "$versions_file"
 }
 
 base_key() {
@@ -157,13 +157,13 @@ ensure_base() {
     log "making the stand-in base (Node $version, $SUITE): 1-2 minutes"
     root="$CACHE_DIR/rootfs-$$"
     rm -rf "$root"
-    if ! make_base_rootfs "$root" "$version"; then rm -rf "$root"; log "making the base failed"; return 1; fi
+    if ! make_base_rootfs "$root" "$version" "$tarball.npm"; then rm -rf "$root"; log "making the base failed"; return 1; fi
     tar --numeric-owner -C "$root" -cf "$tarball.part" . && mv "$tarball.part" "$tarball"
     rm -rf "$root"
-    find "$CACHE_DIR" -maxdepth 1 -name "node-*-slim-*.tar" ! -name "$(basename "$tarball")" -delete
+    find "$CACHE_DIR" -maxdepth 1 -name "node-*-slim-*.tar*" ! -name "$(basename "$tarball")*" -delete
     local made="made in $((SECONDS - t0)) s"
   fi
-  local versions; versions=$(tar -xOf "$tarball" ./.streamstats-base-npm 2>/dev/null)
+  local versions; versions=$(cat "$tarball.npm" 2>/dev/null)
   podman import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change "ENV NODE_VERSION=$version" \
