@@ -14,8 +14,8 @@ import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type 
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
-import { idToPosition, positionMs, positionToId } from './position.js';
-import { keys, readPosition, slotOf, writePosition, type LaneKey, type PositionStore } from './positions.js';
+import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
+import { dropSegments, keys, readPosition, readSegments, slotOf, writePosition, writeSegments, type LaneKey, type PositionStore } from './positions.js';
 
 export interface RedisSourceOptions {
   readonly redis: RedisConfig;
@@ -46,6 +46,8 @@ interface Lane extends LaneKey {
   caughtUp: boolean;
   lastCommitted: string;
   loop: Promise<void>;
+  /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
+  readonly positions: LanePositions;
 }
 
 /** XPENDING pages when acknowledging; one XACK per page. */
@@ -162,12 +164,14 @@ export class RedisSource {
   async #openLane(key: LaneKey, own: boolean): Promise<void> {
     const { engine, logger, redis } = this.#o;
     const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
+    const seg = await readSegments(this.#ctl!, redis.groupId, key);
+    const positions = new LanePositions(seg.segments, seg.mark, stored === null ? 0 : Math.max(stored.position, stored.appliedEnd));
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.slot };
     engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
-    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
+    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve(), positions };
     this.#lanes.set(id, lane);
-    if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');
+    if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
     const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
     if (conn === null) return;
     lane.loop = this.#read(lane, conn).catch((err: unknown) => this.#fail(err)).finally(() => conn.close());
@@ -212,7 +216,11 @@ export class RedisSource {
       if (entries.length === 0) continue;
       lane.lastId = entries[entries.length - 1]!.id;
       metrics.fetchBatchMessages.observe(entries.length);
-      const split = splitEntries(entries, { laneId: lane.id, field, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
+      const positions = entries.map((e) => lane.positions.assign(e.id));
+      const changes = lane.positions.takeChanges();
+      // Segments are stored before their entries go on: a restart must place them where this run did.
+      if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
+      const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
       // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
       count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
@@ -220,6 +228,20 @@ export class RedisSource {
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       for (const b of split.batches) await engine.submit(b);
     }
+  }
+
+  /** Retried until stored (false: stopping first; the entries are read again by the next run, as new). */
+  async #storeSegments(lane: Lane, changes: PositionChanges): Promise<boolean> {
+    for (let attempt = 1; !this.#stop.raised; attempt++) {
+      try {
+        await writeSegments(this.#ctl!, this.#o.redis.groupId, lane, changes);
+        return true;
+      } catch (err) {
+        this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: storing position segments failed; retrying');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
+      }
+    }
+    return false;
   }
 
   async #deadLetterMissing(lane: Lane, missing: readonly Missing[]): Promise<void> {
@@ -252,13 +274,20 @@ export class RedisSource {
       const end = metrics.commitSeconds.startTimer();
       try {
         await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
-        const below = `(${positionToId(cp.position)}`;
-        for (;;) {
-          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, '-', below, String(ACK_PAGE), lane.consumer]);
+        // The range holds every entry below the point, and, after a millisecond of more than 4096
+        // entries, some at or above it: each is acknowledged only if read in this run and below the point.
+        const below = `(${lane.positions.idBelow(cp.position)}`;
+        const lastRead = lane.positions.lastId;
+        for (let start = '-'; lastRead !== '';) {
+          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
           const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
-          if (ids.length > 0) await this.#ack(lane, ids);
+          const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
+          if (done.length > 0) await this.#ack(lane, done);
           if (ids.length < ACK_PAGE) break;
+          start = `(${ids[ids.length - 1]!}`;
         }
+        const drop = lane.positions.dropBelow(cp.position);
+        if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
         lane.lastCommitted = mark;
         metrics.commits.inc({ result: 'ok' });
         end();
@@ -297,7 +326,7 @@ export class RedisSource {
       if (lag > 0) {
         const next = await this.#ctl!.send(['XRANGE', stream, `(${text(g.get('last-delivered-id'))}`, '+', 'COUNT', '1']);
         const first = Array.isArray(next) && Array.isArray(next[0]) ? text(next[0][0]) : '';
-        if (first !== '') ageS = Math.max(0, (now - positionMs(idToPosition(first))) / 1000);
+        if (first !== '') ageS = Math.max(0, (now - idMs(first)) / 1000);
       } else {
         for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, engine.pendingAgeSeconds(l.id, now) ?? 0);
       }
