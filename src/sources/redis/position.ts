@@ -103,6 +103,14 @@ function naturalId(n: Natural): string {
   return `${n / SPAN_N}-${n % SPAN_N}`;
 }
 
+/** The id just before `id` (the start of a consumer group that is to deliver `id` first). */
+function before(id: string): string {
+  const [ms, seq] = split(id);
+  if (seq !== '0') return `${ms}-${BigInt(seq) - 1n}`;
+  if (ms !== '0') return `${BigInt(ms) - 1n}-18446744073709551615`;
+  return '0-0';
+}
+
 /**
  * One lane's positions: segments and mark as stored, where the lane resumes (`floor`: the stored
  * point's position and appliedEnd, below which nothing new may be placed), and what a read changed.
@@ -117,6 +125,8 @@ export class LanePositions {
   #last = -1;
   #lastId = '';
   #added: Segment[] = [];
+  /** An entry with seq >= 4096 was read (or a mark stored): ids no longer sort like natural positions. */
+  #overflowSeen: boolean;
   #markChanged = false;
 
   constructor(segments: readonly Segment[], mark: Mark | null, floor: number) {
@@ -124,10 +134,16 @@ export class LanePositions {
     this.#mark = mark;
     this.#guard = mark;
     this.#floor = Math.max(0, floor);
+    this.#overflowSeen = mark !== null;
   }
 
   get segments(): readonly Segment[] {
     return this.#segments;
+  }
+
+  /** The last position given in this run (-1 before the first). */
+  get last(): number {
+    return this.#last;
   }
 
   /** Id of the last entry given a position in this run ('' before the first). */
@@ -183,6 +199,7 @@ export class LanePositions {
     }
     this.#last = pos;
     this.#lastId = id;
+    if (!this.#overflowSeen && seqAtLeastSpan(id)) this.#overflowSeen = true;
     return pos;
   }
 
@@ -212,6 +229,21 @@ export class LanePositions {
       ? seg.natural + (position - seg.position)
       : BigInt(seg.natural) + BigInt(position - seg.position);
     return naturalId(n);
+  }
+
+  /**
+   * An id L such that every entry at or above `position` sorts after L: where a consumer group
+   * recreated for the lane starts. Natural positions give the id just before the position's own;
+   * where an entry had seq >= 4096 (it may sort before ids of lower position), the segment's start.
+   */
+  idBefore(position: number): string {
+    let seg = ZERO;
+    for (const s of this.#segments) if (s.position <= position) seg = s;
+    if (this.#overflowSeen) return before(seg.id);
+    const at = naturalId(typeof seg.natural === 'number' && seg.natural + (position - seg.position) <= Number.MAX_SAFE_INTEGER
+      ? seg.natural + (position - seg.position)
+      : BigInt(seg.natural) + BigInt(position - seg.position));
+    return before(compareIds(at, seg.id) < 0 ? seg.id : at);
   }
 
   /**

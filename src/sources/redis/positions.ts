@@ -82,6 +82,13 @@ export async function writeSegments(redis: RedisConn, groupId: string, lane: Lan
   else if (c.mark !== undefined) await redis.send(['HSET', k.marks, field(lane), `${c.mark.id} ${c.mark.position}`]);
 }
 
+/** Forgets a lane's segments and mark (its stream was deleted: the ids they place are gone). */
+export async function clearSegments(redis: RedisConn, groupId: string, lane: LaneKey): Promise<void> {
+  const k = keys(groupId);
+  await redis.send(['DEL', k.segments(lane)]);
+  await redis.send(['HDEL', k.marks, field(lane)]);
+}
+
 /** Deletes a lane's segments that start below `position` (their entries are acknowledged). */
 export async function dropSegments(redis: RedisConn, groupId: string, lane: LaneKey, position: number): Promise<void> {
   await redis.send(['ZREMRANGEBYSCORE', keys(groupId).segments(lane), '-inf', `(${position}`]);
