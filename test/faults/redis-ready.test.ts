@@ -14,7 +14,7 @@ t.test('Redis away: /readyz not ready and the lane counted stalled; back: ready 
   const e = startRedisEngine(t, { REDIS_URL: proxy.url, REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'r' });
   await waitFor([e], () => e.pipeline.ready, 'ready');
   proxy.down();
-  await waitFor([e], () => !e.pipeline.ready && e.metric('streamstats_redis_lanes_stalled') >= 1, '/readyz not ready, the lane stalled, while Redis is away', 15_000);
+  await waitFor([e], () => !e.pipeline.ready && e.metric('streamstats_redis_lanes_stalled') >= 1, '/readyz not ready, the lane stalled, while Redis is away', 30_000);
   proxy.up();
   await waitFor([e], () => e.pipeline.ready && e.metric('streamstats_redis_lanes_stalled') === 0, 'ready again once Redis is back', 30_000);
   t.pass('readiness followed Redis');
@@ -28,6 +28,6 @@ t.test('undelivered entries trimmed away: the lag falls to zero', async (t) => {
   const e = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'x', BATCH_SIZE: '100', REDIS_READ_COUNT: '100', POOL_QUEUE: '2' }, {}, SLOW_WORKER);
   await waitFor([e], () => e.metric('streamstats_consumer_lag_messages', { stream }) > 1000, 'entries wait undelivered');
   await redis.sendCommand(['XTRIM', stream, 'MAXLEN', '0']);
-  await waitFor([e], () => e.metric('streamstats_consumer_lag_messages', { stream }) === 0, 'lag 0 once nothing is left to deliver', 20_000);
+  await waitFor([e], () => e.metric('streamstats_consumer_lag_messages', { stream }) === 0, 'lag 0 once nothing is left to deliver', 30_000);
   t.pass('the lag counts what is left to deliver');
 });
