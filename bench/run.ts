@@ -40,7 +40,6 @@ const ALIASES: Readonly<Record<string, string>> = {
   pool: 'pool-scaling',
   seed000: 'seed-000',
   ratio: 'throughput',
-  issue14: 'throughput',
   ceilometer: 'ceilometer-ingest',
   memory: 'memory-per-series',
   kafka: 'kafka-e2e',

@@ -1,7 +1,7 @@
-// Scenario 3b, issue 14's ratio run: the default job (generator, 690,000 seed-000 points, rows to a
+// Scenario 3b, the ratio run: the default job (generator, 690,000 seed-000 points, rows to a
 // file) with the worker pool, in-thread (WORKER_THREADS=0), and as the single-threaded whole-job
 // baseline (baseline-job.ts), plus the same job of a base commit built side by side in this run
-// (BASE_COMMIT=<rev>, default the issue's starting point 49b6812; BASE_TREE=/path for a tree built
+// (BASE_COMMIT=<rev>, default 49b6812, the engine before its CPU per record was halved; BASE_TREE=/path for a tree built
 // already; BASE_COMMIT=none for no base). Every run is a fresh process under /usr/bin/time; the
 // variants alternate round by round and only medians are compared. Records/s is the program's own
 // (elapsed from its pipeline start); CPU is user + system of the whole process (all threads), per record.
@@ -17,7 +17,7 @@ import { ROOT, variant, type Group, type Scenario } from '../lib/scenario.js';
 import { fmt } from '../lib/stats.js';
 
 const POINTS = 690_000;
-/** Issue 14 was measured on this commit: its "before". */
+/** The engine before its CPU per record was halved: the "before" of the targets below. */
 export const DEFAULT_BASE_COMMIT = '49b6812';
 const TARGETS = { poolVsInThread: 1.7, poolVsBaseline: 3 };
 
@@ -109,12 +109,12 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
         'JSON.parse, name + sorted dimensions keyed by `JSON.stringify`, one accumulator per (series, window), the same rows to a file, on one thread; ' +
         'no validation, dead letters, metrics or commits).' +
         (base === null ? '' : ` The same job of base commit ${base.commit} ("${base.subject}") runs side by side: built by the scenario itself into a temporary worktree ` +
-          '(`BASE_COMMIT=<rev>`, default the commit issue 14 was measured on).') +
+          '(`BASE_COMMIT=<rev>`, default 49b6812, the engine before its CPU per record was halved).') +
         ' CPU is user + system of the whole process (all threads, `/usr/bin/time`) per record: on a shared 2-core machine it is much steadier than records/s.',
       '',
       table(results, b),
       '',
-      '**Issue 14 targets** (ratios of median records/s in this run):',
+      '**Targets** (ratios of median records/s in this run):',
       '',
       `- pool / in-thread: ${met(rps(p) / rps(t), TARGETS.poolVsInThread)}`,
       `- pool / single-threaded whole-job baseline: ${met(rps(p) / rps(b), TARGETS.poolVsBaseline)}`,
@@ -163,7 +163,7 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
 export const throughputScenario: Scenario = {
   id: 'throughput',
   order: 3.5,
-  title: 'Scenario 3b: default job, pool against in-thread, the whole-job baseline and a base commit (issue 14)',
+  title: 'Scenario 3b: default job, pool against in-thread, the whole-job baseline and a base commit',
   async run(ctx) {
     // Quick: 3 measured rounds of 5 variants (about 2 minutes); full: the runner's protocol.
     const protocol: Protocol = ctx.mode === 'quick' ? { warmup: 1, runs: 3 } : ctx.protocol;
