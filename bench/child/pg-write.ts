@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     }
     const data = batches(n, sketchText === '1');
     const refs = new SeriesRefs();
-    const prepared = (b: RowBatch): PreparedRow[] => b.rows.map((row, index) => ({ index, row, series: refs.of(row.name, row.groupby) }));
+    const prepared = (b: RowBatch): PreparedRow[] => b.rows.map((row, index) => ({ index, row, series: refs.of(row.name, row.groupby, row.unit) }));
     const markStored = (rows: readonly PreparedRow[]): void => {
       for (const r of rows) r.series.stored = true;
     };

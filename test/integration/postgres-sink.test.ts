@@ -338,7 +338,7 @@ t.test('COPY, binary and text, into the table and through staging: tab, newline,
     ] as const;
     for (const [i, [write, format, unit]] of cases.entries()) {
       const r = row(i, { unit, topic: '\\N', name: `x\ty\\${i}`, groupby: { 'k\t': 'v\n\\' }, sketch: { a: 0.01, pos: { '7': 1 }, neg: {}, zero: 1, count: 2 } });
-      const rows = [{ index: 0, row: r, series: refs.of(r.name, r.groupby) }];
+      const rows = [{ index: 0, row: r, series: refs.of(r.name, r.groupby, r.unit) }];
       await client.query('BEGIN');
       await insertSeries(client, rows);
       await write(client, rows, format);

@@ -172,8 +172,8 @@ export class PostgresSink implements Sink, PositionStore {
     const seen = new Map<string, number[]>();
     for (let index = 0; index < batch.length; index++) {
       const row = batch[index]!;
-      const series = this.#series.of(row.name, row.groupby);
-      const problem = series.problem ?? textProblem('unit', row.unit ?? '') ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
+      const series = this.#series.of(row.name, row.groupby, row.unit);
+      const problem = series.problem ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
       if (problem !== null) {
         rejected.push({ index, detail: `postgres: not sent: ${problem}` });
         continue;
@@ -183,7 +183,7 @@ export class PostgresSink implements Sink, PositionStore {
       if (first !== undefined) {
         rejected.push({
           index,
-          detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
+          detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, unit, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
         });
         continue;
       }

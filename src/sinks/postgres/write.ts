@@ -21,8 +21,8 @@ const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration
   sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit,
   sketch = EXCLUDED.sketch, sketch_bin = EXCLUDED.sketch_bin, updated_at = now()`;
 
-const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby)
-SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[]) ON CONFLICT (id) DO NOTHING`;
+const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby, unit)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[]) ON CONFLICT (id) DO NOTHING`;
 
 /**
  * Inserts the rows' series not known to be stored. DO NOTHING: another writer may have stored them.
@@ -36,7 +36,8 @@ export async function insertSeries(client: pg.ClientBase, rows: readonly Prepare
   const ids = [...fresh.keys()].sort();
   const names = ids.map((id) => fresh.get(id)!.name);
   const groupbys = ids.map((id) => fresh.get(id)!.groupbyJson);
-  await client.query({ name: 'streamstats_insert_series', text: INSERT_SERIES, values: [ids, names, groupbys] });
+  const units = ids.map((id) => fresh.get(id)!.unit);
+  await client.query({ name: 'streamstats_insert_series', text: INSERT_SERIES, values: [ids, names, groupbys, units] });
 }
 
 /** The stored m2 (sum of squared deviations) from the row's population stddev. */
