@@ -1,6 +1,7 @@
-// The bulk statements of one emission, each inside the caller's transaction. The sink uses
-// insertCopy (COPY straight into the table) and falls back to upsertCopy when a row exists already
-// (a replay); bisection uses upsertUnnest on small slices. bench/scenarios/pg-sink.ts measures them
+// The bulk statements of one transaction (the emissions the sink groups), each inside the caller's
+// transaction; the COPY data comes from encode.ts. The sink uses insertCopy (COPY straight into the
+// table) and falls back to upsertCopy when a row exists already (a replay); bisection uses
+// upsertUnnest on small slices. bench/scenarios/pg-sink.ts measures them
 // side by side.
 import type pg from 'pg';
 import type { StatsRow } from '../../windows/row.js';
