@@ -59,6 +59,7 @@ export const OPTIONS = [
   { env: 'DEAD_LETTER_FILES', default: '5', group: 'io', ...int(1, 1000), help: 'DEAD_LETTER=file:PATH: files kept, PATH included; the oldest beyond is deleted (streamstats_dead_letter_deleted_bytes_total), so at most DEAD_LETTER_MAX_BYTES x this is on disk' },
   { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
   { env: 'FORMAT', default: 'monasca', group: 'format', ...oneOf(['monasca', 'ceilometer', 'json']), help: 'the records\' JSON layout' },
+  { env: 'CEILOMETER_METADATA', default: '', group: 'format', help: 'FORMAT=ceilometer: comma list of resource_metadata keys (dotted paths) kept as dimensions resource_metadata.KEY, for metadata.KEY filters and groupby; empty = none (the fast path is off when set)' },
   { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
   { env: 'JSON_VALUE', default: '=1', group: 'format', help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
   { env: 'JSON_TIMESTAMP', default: 'timestamp', group: 'format', help: 'FORMAT=json: path of the event time (ms since epoch or ISO 8601)' },
