@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from './config/index.js';
-import { Decoder } from './core/decode.js';
+import { Decoder, dictionaryBytesFor } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
@@ -51,6 +51,7 @@ export function decoderSettings(config: Config): DecoderSettings {
     maxNameBytes: config.maxNameBytes,
     maxDimensionBytes: config.maxDimensionBytes,
     maxSeriesKeyBytes: config.maxSeriesKeyBytes,
+    dictionaryBytes: dictionaryBytesFor(config.workerMaxMemoryMb),
   };
 }
 

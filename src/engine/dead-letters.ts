@@ -98,7 +98,7 @@ export class DeadLetterBuilder {
         const detail = reason === 'late'
           ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#s.allowedLatenessSeconds})`
           : byBytes.has(`${ws}|${key}`)
-            ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys and row parts)`
+            ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys, row parts and percentile sketches)`
             : `series limit reached: MAX_SERIES=${this.#s.maxSeries} open series`;
         entries.push(this.message(o, msg, elem, reason, detail, elem >= 0 ? safeStringify(raw) : undefined));
       },
