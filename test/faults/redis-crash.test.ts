@@ -8,7 +8,7 @@ import { Rng } from '../fixtures/gen.js';
 import { idOf, pgRows, spawnEngine, type PgRow } from '../fixtures/faults.js';
 import { testSchema } from '../fixtures/pg.js';
 import { close, type RefRow } from '../fixtures/reference.js';
-import { REDIS_URL, expectedRows, freshStream, statements, xadd } from '../fixtures/redis.js';
+import { REDIS_URL, expectedRows, freshStream, statements, xadd, type Client } from '../fixtures/redis.js';
 import { XAPI_JSON_MAPPING } from '../../src/sources/redis/xapi.js';
 import type { EngineProcess } from '../fixtures/engine-process.js';
 
@@ -64,16 +64,19 @@ function assertMergedEquals(t: Test, rows: readonly PgRow[], exp: ReadonlyMap<st
 
 const deadLetters = (stderrs: ReadonlyArray<() => string>) => stderrs.flatMap((f) => f().split('\n').filter((l) => l.includes('"value_encoding"')));
 
-t.test(`PostgreSQL sink: ${KILLS} x kill -9 and restart under the same consumer, then the store equals the independent computation`, async (t) => {
+type Load = (redis: Client, stream: string, values: readonly string[]) => Promise<void>;
+
+/** kill -9 KILLS times at random moments, restart under the same consumer, then compare the store. */
+async function killAndRestart(t: Test, kills: number, seed: number, load: Load): Promise<void> {
   const { stream, group, redis } = await freshStream(t);
-  const sts = statements({ count: 40_000, seed: 31, stepMs: 50 });
-  await xadd(redis, stream, sts.map((s) => s.json));
+  const sts = statements({ count: 40_000, seed, stepMs: 50 });
+  await load(redis, stream, sts.map((s) => s.json));
   const db = await testSchema(t);
   const common = env(stream, group, 'c1', db.url);
-  const rng = new Rng(303);
+  const rng = new Rng(seed * 10);
   const stderrs: Array<() => string> = [];
   const storedAfter: number[] = [];
-  for (let k = 0; k < KILLS; k++) {
+  for (let k = 0; k < kills; k++) {
     const e = await spawnEngine(t, common);
     stderrs.push(e.stderr);
     await until(() => e.ready(), 'engine holds its lease and reads', 60_000);
@@ -93,7 +96,17 @@ t.test(`PostgreSQL sink: ${KILLS} x kill -9 and restart under the same consumer,
   assertMergedEquals(t, await pgRows(db.pool), expectedRows(sts));
   t.same([...new Set((await pgRows(db.pool)).map((r) => r.partition))].length, 1, 'one lane (one consumer slot) wrote every row');
   t.equal(Number(((await redis.sendCommand(['XPENDING', stream, group])) as unknown[])[0]), 0, 'every entry acknowledged');
-});
+}
+
+t.test(`PostgreSQL sink: ${KILLS} x kill -9 and restart under the same consumer, then the store equals the independent computation`, (t) => killAndRestart(t, KILLS, 31, xadd));
+
+t.test('ids past 4096 a millisecond (XADD <ms>-*): kill -9 and restart place every entry where it was, the store equals the computation', (t) =>
+  killAndRestart(t, 3, 33, async (redis, stream, values) => {
+    // Bursts of 7,000 entries a millisecond, one after another: a segment starts at each new millisecond.
+    for (let i = 0; i < values.length; i += 500) {
+      await Promise.all(values.slice(i, i + 500).map((v, j) => redis.sendCommand(['XADD', stream, `${1_000 + Math.floor((i + j) / 7000)}-*`, 'data', v])));
+    }
+  }));
 
 t.test('a consumer killed for good: another instance takes its pending entries over and nothing is lost or doubled', async (t) => {
   const { stream, group, redis } = await freshStream(t);
