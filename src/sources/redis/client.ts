@@ -118,3 +118,25 @@ export function num(r: Reply | undefined): number | null {
 /** Renews a lease only while it is still ours (another instance may hold it after an expiry). */
 export const RENEW_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 export const RELEASE_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+
+/**
+ * XREADGROUP bounded by bytes: entries are delivered one at a time on the server until COUNT
+ * (ARGV[3]) or until their bytes (ids, field names and values) reach ARGV[4]; the entry that crosses
+ * it is the last. XREADGROUP has no byte limit of its own, and a COUNT judged by earlier entries
+ * cannot bound a read whose entries grow. No BLOCK in a script: an empty '>' read blocks outside.
+ * KEYS[1] stream; ARGV group, consumer, count, max bytes, cursor ('>' or the PEL id to read after).
+ * The reply is XREADGROUP's for one stream.
+ */
+export const READ_BOUNDED = `
+local out, bytes, cursor, limit = {}, 0, ARGV[5], tonumber(ARGV[4])
+for _ = 1, tonumber(ARGV[3]) do
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], cursor)
+  local e = r and r[1] and r[1][2][1]
+  if not e then break end
+  out[#out + 1] = e
+  if cursor ~= '>' then cursor = e[1] end
+  bytes = bytes + #e[1]
+  if e[2] then for _, f in ipairs(e[2]) do bytes = bytes + #f end end
+  if bytes >= limit then break end
+end
+return {{KEYS[1], out}}`;
