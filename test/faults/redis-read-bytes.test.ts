@@ -54,14 +54,26 @@ t.test('the bounded read stops at the entry whose bytes reach the limit, every f
   await redis.sendCommand(['XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM']);
   for (let i = 0; i < 10; i++) await redis.sendCommand(['XADD', stream, `1-${i + 1}`, 'data', 'x', 'other', 'y'.repeat(1000)]);
   // Each entry weighs 3 + 4 + 1 + 5 + 1000 = 1013 bytes.
-  const read = async (limit: number, cursor: string) => {
-    const r = (await redis.sendCommand(['EVAL', READ_BOUNDED, '1', stream, group, 'c', '100', String(limit), cursor])) as [[string, Array<[string, string[]]>]];
-    return r[0][1].map((e) => e[0]);
+  const call = async (limit: number, cursor: string, key = stream) => {
+    const r = (await redis.sendCommand(['EVAL', READ_BOUNDED, '1', key, group, 'c', '100', String(limit), cursor])) as [[string, Array<[string, string[]]>], number];
+    return { ids: r[0][1].map((e) => e[0]), more: r[1] };
   };
+  const read = async (limit: number, cursor: string) => (await call(limit, cursor)).ids;
   t.same(await read(2500, '>'), ['1-1', '1-2', '1-3'], '2,500 bytes: the third entry crosses it and is the last');
   t.same(await read(1, '>'), ['1-4'], 'one entry at least');
   t.same(await read(2026, '0'), ['1-1', '1-2'], 'the pending entries are read the same way, from the cursor on');
   t.same(await read(1_000_000, '1-2'), ['1-3', '1-4'], 'to the end of the PEL');
   t.equal((await read(1_000_000, '>')).length, 6, 'COUNT and the rest of the stream');
   t.same(await read(1_000_000, '>'), [], 'nothing new: an empty read');
+  // Small entries, then large ones: a step sized by the small ones delivers large ones past the limit;
+  // those are pending, not returned, and the reply says so.
+  const mixed = `${stream}-m`;
+  t.teardown(() => redis.del(mixed).then(() => {}, () => {}));
+  await redis.sendCommand(['XGROUP', 'CREATE', mixed, group, '0', 'MKSTREAM']);
+  for (let i = 1; i <= 10; i++) await redis.sendCommand(['XADD', mixed, `2-${i}`, 'data', 's']);
+  for (let i = 11; i <= 20; i++) await redis.sendCommand(['XADD', mixed, `2-${i}`, 'data', 'b'.repeat(3000)]);
+  const first = await call(5000, '>', mixed);
+  t.same(first, { ids: [...Array.from({ length: 10 }, (_, i) => `2-${i + 1}`), '2-11', '2-12'], more: 1 }, 'returned up to the entry that crossed 5,000 bytes; more are pending');
+  const rest = await call(5000, '2-12', mixed);
+  t.same(rest.ids, ['2-13', '2-14'], 'the pending ones next, bounded the same way');
 });

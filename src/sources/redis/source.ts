@@ -206,9 +206,12 @@ export class RedisSource {
       const pel = lane.cursor !== '>';
       let entries;
       try {
-        entries = parseRead(await conn.send(['EVAL', READ_BOUNDED, '1', lane.stream, redis.groupId, lane.consumer, String(redis.readCount), String(redis.readMaxBytes), lane.cursor]));
+        const reply = await conn.send(['EVAL', READ_BOUNDED, '1', lane.stream, redis.groupId, lane.consumer, String(redis.readCount), String(redis.readMaxBytes), lane.cursor]);
+        entries = Array.isArray(reply) ? parseRead([reply[0]!]) : [];
+        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one returned.
+        if (Array.isArray(reply) && reply[1] === 1 && entries.length > 0) lane.cursor = entries[entries.length - 1]!.id;
         // Nothing new: wait for the next entry outside the script (one entry, bounded by itself).
-        if (entries.length === 0 && !pel) entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>']));
+        else if (entries.length === 0 && !pel) entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>']));
         attempt = 0;
         if (lane.stalled !== null) {
           this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
