@@ -1,6 +1,7 @@
 // The command as a user runs it: a child process, env and flags, stdout for rows, stderr for the rest.
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -20,8 +21,9 @@ const QUIET = { LOG_LEVEL: 'warn', METRICS_PORT: '0', PROGRESS: 'off' };
 
 t.test("the README's main command: the default workload through the pool, rows to a file, summary on stderr", async (t) => {
   const dir = t.testdir();
-  // Exactly the README line, with only the output path changed to the test's folder.
-  const r = await run([], {}, { shell: `npx streamstats > ${join(dir, 'stats.ndjson')}` });
+  // Exactly the README line, with only the output path changed to the test's folder; METRICS_PORT=0
+  // in its environment, so that a test run never needs port 9464 free (another engine may hold it).
+  const r = await run([], { METRICS_PORT: '0' }, { shell: `npx streamstats > ${join(dir, 'stats.ndjson')}` });
   t.equal(r.code, 0, r.stderr);
   const lines = readFileSync(join(dir, 'stats.ndjson'), 'utf8').split('\n').filter((l) => l !== '');
   t.equal(lines.length, 346_000, '1000 names x 4 hosts x ~86 one-minute windows');
@@ -33,9 +35,12 @@ t.test("the README's main command: the default workload through the pool, rows t
   t.equal(total, 690_000, 'every generated point is counted in exactly one row');
   t.match(r.stderr, /records\s+690,000: ok 690,000, rejected 0/);
   t.match(r.stderr, /windows\s+346,000 statistics rows -> stdout/);
-  t.match(r.stderr, /throughput\s+[\d,]+ records\/s with 1 worker thread/);
+  // WORKER_THREADS=auto: as many as this machine's usable CPUs give, which the log line says.
+  const chosen = /"workerThreads":(\d+),"reason":"[^"]+","msg":"decode threads"/.exec(r.stderr);
+  t.ok(chosen !== null, 'the chosen thread count is logged with its reason');
+  const threads = Number(chosen?.[1]);
+  t.match(r.stderr, new RegExp(`throughput\\s+[\\d,]+ records/s with ${threads === 0 ? 'in-thread' : `${threads} worker threads?`}`), 'the summary names the same threads');
   t.match(r.stderr, /decode\s+[\d.]+ s in all/);
-  t.match(r.stderr, /"msg":"decode threads"/, 'the chosen thread count is logged with its reason');
 });
 
 t.test('a bad option: one line naming the variable, the value and what is allowed; exit 2 before starting', async (t) => {
@@ -158,7 +163,7 @@ t.test('METRICS_PORT already in use: an error naming it, the port and the host; 
   t.match(h.stderr, 'METRICS_HOST (192.0.2.1) is not an address of this machine', 'naming METRICS_HOST');
 });
 
-t.test('streamstats-produce stamps a timeline that ends now by default; GEN_START still gives the 2020 one', async (t) => {
+t.test('streamstats-produce stamps a timeline that ends now into an empty topic, starts after it into a used one; GEN_START still gives the 2020 one', async (t) => {
   const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
   const topic = `produce-start-${process.pid}-${Date.now()}`;
   const { default: kafkajs } = await import('kafkajs');
@@ -174,7 +179,7 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   const r = await runProduce([], env);
   const after = Date.now();
   t.equal(r.code, 0, r.stderr);
-  const m = /40 messages to .* event times (\S+) \.\. (\S+)\n/.exec(r.stderr);
+  const m = /40 messages to .* event times (\S+) \.\. (\S+) \(ends now \(empty target\)\)\n/.exec(r.stderr);
   t.ok(m, `summary with the event-time range: ${r.stderr}`);
   const first = Date.parse(m?.[1] ?? '');
   const last = Date.parse(m?.[2] ?? '');
@@ -182,11 +187,14 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.ok(last >= before - 2_000 - 1_000, 'the last point is about now (whole-second start, up to 1 s of jitter)');
   t.ok(last - first >= 9 * 30_000 && last - first < 9 * 30_000 + 1_000, 'the span of 10 rounds 30 s apart');
 
-  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset.
+  // docker-compose.yml passes GEN_START: "${GEN_START:-}": empty counts as unset. The topic now holds
+  // the first load: this one starts after its newest point and not before now.
   const empty = await runProduce([], { ...env, GEN_START: '' });
   t.equal(empty.code, 0, empty.stderr);
-  const e = /event times (\S+) \.\. (\S+)\n/.exec(empty.stderr);
-  t.ok(e !== null && Date.parse(e[2]!) >= before - 3_000 && Date.parse(e[2]!) <= Date.now(), 'GEN_START="" is the recent timeline too');
+  const e = /event times (\S+) \.\. (\S+) \((starts now|starts after the newest point)\)\n/.exec(empty.stderr);
+  t.ok(e !== null, `GEN_START="" is the recent timeline too, into a used topic: ${empty.stderr}`);
+  t.ok(Date.parse(e?.[1] ?? '') > last && Date.parse(e?.[1] ?? '') >= after - 1_000, 'after the first load\'s points, and not before now');
+  t.ok(Date.parse(e?.[1] ?? '') <= Date.now() + 2_000, 'starting about now');
 
   const fixed = await runProduce([], { ...env, GEN_START: '2020-02-11T12:42:13Z' });
   t.equal(fixed.code, 0, fixed.stderr);
@@ -194,7 +202,7 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.notMatch(fixed.stderr, /"level":50/, 'loading an existing topic logs no error');
 });
 
-t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors (issue 12)', async (t) => {
+t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors', async (t) => {
   const SECRET = 'qp-S3cr3t-51d0';
   const db = await testSchema(t);
   const url = new URL(db.url);
@@ -211,7 +219,7 @@ t.test('a ?password= in the SINK URL is in no line the command prints: start-up 
   down.port = String(await freePort());
   const failed = await run([], { LOG_LEVEL: 'debug', METRICS_PORT: '0', PROGRESS: 'off', GEN_COUNT: '10', SINK: down.toString() });
   t.equal(failed.code, 1, 'an unreachable database: exit 1');
-  t.match(failed.stderr, /streamstats: STREAMSTATS_SINK: /, 'the error line names the sink');
+  t.match(failed.stderr, /streamstats: SINK=postgres:[^\n]* \[STREAMSTATS_SINK\]\n/, 'the error line names the sink, its code last');
   t.notMatch(failed.stderr, new RegExp(SECRET), 'and does not contain the password');
 });
 
@@ -243,4 +251,17 @@ t.test('runCli in-process: the streams, signals and exit it is given, and the st
   const failing = io();
   t.equal(await runCli([], { ...env, SINK: `postgres://u:pw-S3cr3t@127.0.0.1:${await freePort()}/test?password=q-S3cr3t` }, failing.cliIo), 1, 'an unreachable sink: 1');
   t.notMatch(failing.out.stderr, /S3cr3t/, 'its error line without the password or the ?password= value');
+});
+
+t.test('a statistics file that cannot be opened: one line naming SINK and the reason once, exit 1, before any record is read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-cli-nofile-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run([], { METRICS_PORT: '0', PROGRESS: 'off', GEN_COUNT: '100000', SINK: `file:${join(dir, 'missing', 'x.ndjson')}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}` });
+  t.equal(r.code, 1, r.stderr.slice(-2000));
+  const plain = r.stderr.split('\n').filter((l) => l.startsWith('streamstats: '));
+  t.equal(plain.length, 1, `one plain error line: ${JSON.stringify(plain)}`);
+  t.match(plain[0], /^streamstats: SINK=file:.*missing\/x\.ndjson: cannot open it for appending: ENOENT[^\n]* \[STREAMSTATS_SINK\]$/);
+  t.equal((plain[0]!.match(/ENOENT/g) ?? []).length, 1, 'the reason once');
+  t.notMatch(r.stderr, /"level":50/, 'no ERROR log lines repeating it');
+  t.notMatch(r.stderr, /"msg":"done"/, 'nothing ran');
 });
