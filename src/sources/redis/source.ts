@@ -10,7 +10,7 @@ import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { connect, num, pairs, parseRead, text, READ_BOUNDED, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
@@ -201,14 +201,17 @@ export class RedisSource {
   async #read(lane: Lane, conn: RedisConn): Promise<void> {
     const { redis, engine, metrics } = this.#o;
     const field = Buffer.from(redis.field);
-    let count = redis.readCount;
     let attempt = 0;
     while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
       const pel = lane.cursor !== '>';
       let entries;
       try {
-        const block = pel ? [] : ['BLOCK', String(redis.blockMs)];
-        entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, lane.cursor]));
+        const reply = await conn.send(['EVAL', READ_BOUNDED, '1', lane.stream, redis.groupId, lane.consumer, String(redis.readCount), String(redis.readMaxBytes), lane.cursor]);
+        entries = Array.isArray(reply) ? parseRead([reply[0]!]) : [];
+        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one returned.
+        if (Array.isArray(reply) && reply[1] === 1 && entries.length > 0) lane.cursor = entries[entries.length - 1]!.id;
+        // Nothing new: wait for the next entry outside the script (one entry, bounded by itself).
+        else if (entries.length === 0 && !pel) entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>']));
         attempt = 0;
         if (lane.stalled !== null) {
           this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
@@ -263,8 +266,6 @@ export class RedisSource {
       // Segments are stored before their entries go on: a restart must place them where this run did.
       if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
       const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
-      // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
-      count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
       // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
