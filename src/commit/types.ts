@@ -46,8 +46,12 @@ export interface PositionStore {
   readPositions(topic: string, lanes: readonly number[]): Promise<Map<number, CommitPoint>>;
 }
 
-/** What a partition starts from when it opens: where its rows say they come from, and what the last commit restored. */
-export interface PartitionInit extends Partial<RestoredPoint> {
-  /** Stamped on the lane's rows and dead letters; absent for an unpartitioned input (file, generator). */
+/**
+ * What a lane opens at (its restored point): where its rows say they come from, and what the last
+ * commit restored. `position`, where the lane's input resumes, is the source's to seek to (Kafka
+ * resumes there itself); the lane keeps it only to say where a rebuild replays from.
+ */
+export interface LaneInit extends Partial<CommitPoint> {
+  /** Stamped on the lane's rows and dead letters; absent for an unnumbered input (file, generator). */
   readonly identity?: LaneIdentity;
 }

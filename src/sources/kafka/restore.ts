@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { retry, type Signal } from '../../async/index.js';
 import { parseCommitMeta } from '../../commit/meta.js';
 import type { CommitPoint, PositionStore, RestoredPoint } from '../../commit/types.js';
-import type { PartitionInit } from '../../commit/types.js';
+import type { LaneInit } from '../../commit/types.js';
 import type { Engine } from '../../engine/index.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 
@@ -21,7 +21,7 @@ export interface RestoreState {
 }
 
 export interface RestorePlan {
-  readonly init: PartitionInit;
+  readonly init: LaneInit;
   /** Where consumption of this assignment starts (null: unknown, the topic's ends were not read). */
   readonly start: number | null;
   /** High watermark read with the offsets. */
