@@ -7,7 +7,7 @@ import { messageCount, type Batch } from '../core/batch.js';
 import type { RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneInit } from '../commit/types.js';
 import type { BatchOutcome } from '../pool/index.js';
-import type { SourceBatch } from '../sources/types.js';
+import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type CellList } from '../windows/store.js';
@@ -19,7 +19,7 @@ import type { EngineOptions, EngineTotals } from './types.js';
 
 export type { EngineOptions, EngineTotals } from './types.js';
 
-export class Engine {
+export class Engine implements LaneHost {
   readonly #o: EngineOptions;
   readonly #store: StoreSettings;
   readonly #rows: RowFormatter;
@@ -48,56 +48,45 @@ export class Engine {
     if (Number.isFinite(this.#store.budget.maxBytes)) opts.metrics.stateLimitBytes.set(this.#store.budget.maxBytes);
   }
 
-  /** Starts (or restarts) a partition's state, e.g. on assignment with its identity and restored commit point. */
-  openPartition(p: number, init: LaneInit): void {
-    this.#open(p, init);
+  /** Opens a lane at its restored point (a lane already open under the number is closed dirty first). */
+  open(lane: number, init: LaneInit): void {
+    this.#open(lane, init);
   }
 
-  #open(p: number, init: LaneInit): Hosted {
-    if (this.#lanes.has(p)) void this.dropPartition(p);
-    const s = hosted(Lane.open(p, init, this.#store));
-    this.#lanes.set(p, s);
+  #open(id: number, init: LaneInit): Hosted {
+    if (this.#lanes.has(id)) void this.closeDirty(id);
+    const s = hosted(Lane.open(id, init, this.#store));
+    this.#lanes.set(id, s);
     return s;
   }
 
   /**
-   * Forgets a partition (revoked, or rebuilt after a rebalance): batches in flight for it are not
-   * applied, its open windows are discarded (the next owner rebuilds them from the committed position).
+   * Forgets a lane (revoked, or rebuilt after a rebalance): batches in flight for it are not applied,
+   * its open windows are discarded (the next owner rebuilds them from the committed position).
    */
-  dropPartition(p: number): Promise<void> {
-    const s = this.#lanes.get(p);
+  closeDirty(id: number): Promise<void> {
+    const s = this.#lanes.get(id);
     if (s === undefined) return Promise.resolve();
     s.lane.closeDirty();
-    this.#lanes.delete(p);
-    this.#late.forget(p);
+    this.#lanes.delete(id);
+    this.#late.forget(id);
     this.#updateGauges();
     // Resolves once an apply already under way and every write it started have finished.
     return s.chain.then(() => s.writes).catch(() => {});
   }
 
-  /** What a commit may name for this partition now; null before any positioned batch was applied. */
-  commitPoint(p: number): CommitPoint | null {
-    return this.#lanes.get(p)?.lane.commitPoint ?? null;
-  }
-
-  /** Position after the last applied batch. */
-  appliedEnd(p: number): number | null {
-    return this.#lanes.get(p)?.lane.appliedEnd ?? null;
-  }
-
-  /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */
-  pendingAgeSeconds(p: number, nowMs: number): number | null {
-    const ts = this.#lanes.get(p)?.unappliedTimestamps[0];
-    return ts === undefined ? null : Math.max(0, (nowMs - ts) / 1000);
-  }
-
-  lastAppliedTimestampMs(p: number): number | null {
-    return this.#lanes.get(p)?.lane.lastAppliedTimestampMs ?? null;
-  }
-
-  /** Wall-clock ms of the last batch submitted for the partition. */
-  lastActivityMs(p: number): number | null {
-    return this.#lanes.get(p)?.lastActivityMs ?? null;
+  /** A copy of the lane's figures (see LaneStatus: nothing of the engine's own state is handed out). */
+  status(id: number): LaneStatus | null {
+    const s = this.#lanes.get(id);
+    if (s === undefined) return null;
+    const { lane } = s;
+    return {
+      commitPoint: lane.commitPoint,
+      appliedEnd: lane.appliedEnd,
+      oldestPendingMs: s.unappliedTimestamps[0] ?? null,
+      lastAppliedTimestampMs: lane.lastAppliedTimestampMs,
+      lastActivityMs: s.lastActivityMs,
+    };
   }
 
   /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
@@ -117,7 +106,7 @@ export class Engine {
       throw err;
     }
     const known = this.#lanes.get(b.partition);
-    if (known === undefined && !this.#o.autoOpenPartitions) {
+    if (known === undefined && !this.#o.autoOpenLanes) {
       // Revoked while this batch waited for capacity: nothing to apply it to.
       pool.release();
       this.#pending.release();
@@ -178,11 +167,11 @@ export class Engine {
   }
 
   /**
-   * An idle partition lets its watermark follow the wall clock (minus the allowed lateness), so its
-   * windows still close. Runs in the partition's order, after what was submitted before.
+   * An idle lane lets its watermark follow the wall clock (minus the allowed lateness), so its
+   * windows still close. Runs in the lane's order, after what was submitted before.
    */
-  async advanceIdle(p: number, wallMs: number): Promise<void> {
-    const s = this.#lanes.get(p);
+  async advanceIdle(id: number, wallMs: number): Promise<void> {
+    const s = this.#lanes.get(id);
     if (s === undefined) return;
     s.chain = s.chain.then(async () => {
       if (s.lane.dropped || this.#fatal !== null) return;

@@ -90,7 +90,7 @@ t.test('restore opens each still-held partition in the engine from its plan and 
   await restore(held, {
     admin: admin(), groupId: 'g', from: 'earliest', logger,
     positions: { readPositions: async () => new Map([[0, { position: 99, watermarkMs: 1, appliedEnd: 99 }]]) },
-    engine: { openPartition: (id: number, init: LaneInit) => { opened.push([id, init]); return undefined as never; } },
+    lanes: { open: (id: number, init: LaneInit) => { opened.push([id, init]); } },
     isCurrent,
     onPlan: (h, plan) => plans.push([h.id, plan.start]),
   });

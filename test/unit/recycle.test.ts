@@ -75,7 +75,7 @@ t.test('the engine releases each batch once, after its rows and dead letters are
   const engine = new Engine({
     pool, sink, deadLetter, metrics: createMetrics(new Registry()), logger: pino({ level: 'silent' }), sourceName: 'test',
     windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1, maxSeries: 100,
-    decoder: new Decoder(s), autoOpenPartitions: true,
+    decoder: new Decoder(s), autoOpenLanes: true,
   });
   const r = new BufferRecycler();
   const released = new Map<number, number>();

@@ -1,21 +1,21 @@
-// Commits of the engine's safe points: per held partition, the offset the engine says may be
+// Commits of the lanes' commit points: per held partition, the offset its lane says may be
 // committed (the oldest position still feeding an open window) with the emitted-window boundary as
 // metadata, so a restart replays exactly the open windows' input and skips what was emitted. Never
-// more than the engine's point; one commit at a time, in call order; an unchanged point is not sent
+// more than the lane's point; one commit at a time, in call order; an unchanged point is not sent
 // again. With a position store that is not the group itself (PostgreSQL), the points it stored are
 // committed instead, trailing it: the store restores, the group's offsets are there for lag tools.
 import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { formatCommitMeta } from '../../commit/meta.js';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
-import type { Engine } from '../../engine/index.js';
+import type { LaneHost } from '../types.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { Held } from './assignment.js';
 
 export type CommitReason = 'interval' | 'rebalance' | 'shutdown';
 
 export interface CommitterOptions {
-  readonly engine: Pick<Engine, 'commitPoint'>;
+  readonly lanes: Pick<LaneHost, 'status'>;
   readonly metrics: Pick<Metrics, 'commits' | 'commitSeconds'>;
   readonly logger: Logger;
   /** The consumer of the current session (null between sessions: nothing to commit through). */
@@ -23,14 +23,14 @@ export interface CommitterOptions {
   /** The partitions held now. */
   readonly held: () => Iterable<Held>;
   /**
-   * Where the committed points come from. 'engine': its commit points. A PositionStore: the points
+   * Where the committed points come from. 'lanes': the lanes' commit points. A PositionStore: the points
    * it has stored (committed rows), so the group trails the store. 'none': a store that writes the
    * group's offsets itself (the exactly-once Kafka sink, in its transactions): committing here too
    * would race with it, since the broker keeps the offset commit appended last to
    * __consumer_offsets and a transaction's offsets are appended before it commits, so a plain commit
    * of an older point sent meanwhile wins, and the next owner emits windows again.
    */
-  readonly from: 'engine' | 'none' | PositionStore;
+  readonly from: 'lanes' | 'none' | PositionStore;
 }
 
 export class Committer {
@@ -83,9 +83,9 @@ export class Committer {
     const held = [...this.#o.held()];
     const from = this.#o.from;
     const out: Array<[Held, CommitPoint]> = [];
-    if (from === 'engine') {
+    if (from === 'lanes') {
       for (const h of held) {
-        const cp = this.#o.engine.commitPoint(h.id);
+        const cp = this.#o.lanes.status(h.id)?.commitPoint ?? null;
         if (cp !== null) out.push([h, cp]);
       }
       return out;

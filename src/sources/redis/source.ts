@@ -6,7 +6,7 @@
 // Acknowledgement only below the lane's safe commit point, exactly like Kafka offsets.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine/index.js';
+import { pendingAgeSeconds, type LaneHost } from '../types.js';
 import type { Metrics } from '../../metrics/index.js';
 import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
@@ -19,7 +19,7 @@ import { keys, readPosition, slotOf, writePosition, type LaneKey, type PositionS
 
 export interface RedisSourceOptions {
   readonly redis: RedisConfig;
-  readonly engine: Engine;
+  readonly engine: LaneHost;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly deadLetter: SourceDeadLetter;
@@ -164,7 +164,7 @@ export class RedisSource {
     const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.slot };
-    engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
+    engine.open(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
     const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');
@@ -245,7 +245,7 @@ export class RedisSource {
     const { engine, metrics, redis } = this.#o;
     const ctl = this.#ctl!;
     for (const lane of [...this.#lanes.values()]) {
-      const cp = engine.commitPoint(lane.id);
+      const cp = engine.status(lane.id)?.commitPoint ?? null;
       if (cp === null) continue;
       const mark = `${cp.position}|${cp.watermarkMs}|${cp.appliedEnd}`;
       if (mark === lane.lastCommitted) continue;
@@ -274,9 +274,9 @@ export class RedisSource {
     const { engine, idleFlushMs } = this.#o;
     const now = Date.now();
     for (const lane of [...this.#lanes.values()]) {
-      if (!lane.caughtUp || engine.pendingAgeSeconds(lane.id, now) !== null) continue;
-      const last = engine.lastActivityMs(lane.id);
-      if (last !== null && now - last >= idleFlushMs) await engine.advanceIdle(lane.id, now);
+      const s = engine.status(lane.id);
+      if (!lane.caughtUp || (s !== null && s.oldestPendingMs !== null)) continue;
+      if (s !== null && now - s.lastActivityMs >= idleFlushMs) await engine.advanceIdle(lane.id, now);
       if (!lane.own) await this.#finishTakeover(lane);
     }
   }
@@ -299,7 +299,7 @@ export class RedisSource {
         const first = Array.isArray(next) && Array.isArray(next[0]) ? text(next[0][0]) : '';
         if (first !== '') ageS = Math.max(0, (now - positionMs(idToPosition(first))) / 1000);
       } else {
-        for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, engine.pendingAgeSeconds(l.id, now) ?? 0);
+        for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, pendingAgeSeconds(engine.status(l.id), now) ?? 0);
       }
       metrics.lagSeconds.set({ stream }, ageS);
     }
@@ -339,7 +339,7 @@ export class RedisSource {
           for (const l of [...this.#lanes.values()]) {
             if (l.consumer !== name) continue;
             this.#lanes.delete(l.id);
-            void this.#o.engine.dropPartition(l.id);
+            void this.#o.engine.closeDirty(l.id);
           }
           this.#leases.delete(name);
           await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(name), this.#token]).catch(() => {});
@@ -357,7 +357,7 @@ export class RedisSource {
     if (Array.isArray(summary) && summary.length > 0) return;
     this.#lanes.delete(lane.id);
     await lane.loop;
-    await engine.dropPartition(lane.id);
+    await engine.closeDirty(lane.id);
     if ([...this.#lanes.values()].some((l) => l.consumer === lane.consumer)) return;
     for (const s of redis.streams) await ctl.send(['XGROUP', 'DELCONSUMER', s, redis.groupId, lane.consumer]);
     this.#leases.delete(lane.consumer);
