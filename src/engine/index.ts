@@ -1,7 +1,9 @@
 // The engine: batches in, statistics rows and dead letters out.
-// submit() waits for room (backpressure: batches pending in the engine, then the pool's in-flight
-// bound), dispatches the batch, and chains its application per partition, so partials reach windows,
-// watermark and commit point in the order the source gave them even though workers finish out of order.
+// It hosts the sources' lanes (LaneHost, ../sources/types.ts): each a Lane (./lane.ts) with the
+// engine's bookkeeping beside it. submit() waits for room (backpressure: batches pending in the
+// engine, then the pool's in-flight bound), dispatches the batch, and chains its application per
+// lane, so partials reach windows, watermark and commit point in the order the source gave them even
+// though workers finish out of order.
 import { Gate } from '../async/index.js';
 import { messageCount, type Batch } from '../core/batch.js';
 import type { RejectReason } from '../core/messages.js';
@@ -105,14 +107,14 @@ export class Engine implements LaneHost {
       this.#pending.release();
       throw err;
     }
-    const known = this.#lanes.get(b.partition);
+    const known = this.#lanes.get(b.lane);
     if (known === undefined && !this.#o.autoOpenLanes) {
       // Revoked while this batch waited for capacity: nothing to apply it to.
       pool.release();
       this.#pending.release();
       return;
     }
-    const state = known ?? this.#open(b.partition, {});
+    const state = known ?? this.#open(b.lane, {});
     const batch: Batch = { ...b, seq: state.nextSeq++ };
     state.lastActivityMs = Date.now();
     if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
@@ -189,7 +191,8 @@ export class Engine implements LaneHost {
 
   #setWatermarkGauge(lane: Lane): void {
     const id = lane.identity;
-    // The lag metrics' labels, so the two join; an unnumbered source has no topic.
+    // The lag metrics' labels, so the two join (named topic and partition, as they always were); an
+    // unnumbered source has no topic and is labelled with its lane number.
     const labels = id === undefined ? { topic: '', partition: String(lane.id) } : { topic: id.topic, partition: String(id.partition) };
     const wm = lane.watermarkMs;
     this.#o.metrics.watermark.set(labels, Number.isFinite(wm) ? wm / 1000 : 0);
@@ -260,7 +263,7 @@ export class Engine implements LaneHost {
   async #bisect(state: Hosted, batch: Batch, nowMs: number): Promise<void> {
     const n = messageCount(batch);
     const mid = Math.floor(n / 2);
-    this.#o.logger.warn({ partition: batch.partition, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
+    this.#o.logger.warn({ lane: batch.lane, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
     for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
       const part = subBatch(batch, lo, hi);
       if (this.#fatal !== null || state.lane.dropped) return;
@@ -284,10 +287,10 @@ export class Engine implements LaneHost {
   }
 
   /**
-   * Hands closed windows to the sink. With a partitioned source, the partition's commit point after
-   * this emission goes along, so a sink that stores points writes both in one transaction; the point
-   * becomes the partition's commit point only once the write (and every earlier one) settled. A
-   * pipelined sink gets the next emission while this one is in flight (bounded per partition).
+   * Hands closed windows to the sink. With a positioned source, the point the lane prepares for this
+   * emission goes along, so a sink that stores points writes both in one transaction; the lane posts
+   * it as its commit point only once the write (and every earlier one) settled. A pipelined sink gets
+   * the next emission while this one is in flight (bounded per lane).
    * `closing` (end of a finite input): the last emission, awaited, with no point.
    */
   async #emit(state: Hosted, cells: CellList, closing = false): Promise<void> {

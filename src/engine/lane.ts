@@ -49,7 +49,7 @@ export class Lane {
    * The restored point's applied end (-Infinity when none): input below it was processed by an
    * earlier run, so a replay of it is skipped and its rejects are not dead-lettered again.
    */
-  readonly #restoredEnd: number;
+  readonly #restoredAppliedEnd: number;
   #state: LaneState = 'running';
   #commitPoint: CommitPoint | null = null;
   #lastAppliedTimestampMs: number | null = null;
@@ -61,7 +61,7 @@ export class Lane {
     this.#settings = settings;
     this.#store = new WindowStore(settings);
     if (init.watermarkMs !== undefined) this.#store.advanceWatermark(init.watermarkMs);
-    this.#restoredEnd = init.appliedEnd ?? -Infinity;
+    this.#restoredAppliedEnd = init.appliedEnd ?? -Infinity;
   }
 
   /** A running lane at its restored point: the watermark keeps what was emitted closed, the applied end marks replays. */
@@ -136,7 +136,7 @@ export class Lane {
     if (position === null || appliedEnd === null) return null;
     // After a restart, input below the restored applied end was processed by an earlier run: the
     // point must not claim less, or the next restart would dead-letter its records again (as late).
-    return { position, watermarkMs: this.#store.watermark, appliedEnd: Math.max(appliedEnd, this.#restoredEnd) };
+    return { position, watermarkMs: this.#store.watermark, appliedEnd: Math.max(appliedEnd, this.#restoredAppliedEnd) };
   }
 
   /**
@@ -151,7 +151,7 @@ export class Lane {
   /** A message processed before the restart this lane was restored from (a replay: skipped). */
   isReplay(batch: Batch, msg: number): boolean {
     const pos = batch.positions?.[msg];
-    return pos !== undefined && Number(pos) < this.#restoredEnd;
+    return pos !== undefined && Number(pos) < this.#restoredAppliedEnd;
   }
 
   /** End of a finite input: every open window, to emit with no point after it; the lane is closed. */
@@ -195,7 +195,7 @@ export function subBatch(b: Batch, lo: number, hi: number): Batch {
   const offsets = new Uint32Array(hi - lo + 1);
   for (let i = lo; i <= hi; i++) offsets[i - lo] = b.offsets[i]! - base;
   const part: Batch = {
-    partition: b.partition,
+    lane: b.lane,
     seq: b.seq,
     data: b.data.subarray(base, b.offsets[hi]!),
     offsets,

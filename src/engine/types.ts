@@ -35,7 +35,7 @@ export interface EngineOptions {
   readonly onFatal?: (err: Error) => void;
   /** Rows and estimated bytes per sink write of an emission (default EMIT_CHUNK_DEFAULTS). */
   readonly emitChunk?: ChunkLimits;
-  /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
+  /** Emissions of one lane that a pipelined sink may hold at once (default 16). */
   readonly maxWritesInFlight?: number;
 }
 

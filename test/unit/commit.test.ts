@@ -46,7 +46,7 @@ t.test('the commit point names the oldest position feeding an open window, and n
 t.test('isReplay and subBatch', async (t) => {
   const s = Lane.open(0, { appliedEnd: 11 }, store());
   const { buffer, offsets } = decodeAt([T0, T0 + 1, T0 + 2]);
-  const batch = { partition: 0, seq: 4, data: Buffer.from(buffer), offsets, positions: ['10', '11', '12'], startPosition: 10, endPosition: 13, oversized: new Map([[2, { bytes: 9 }]]) };
+  const batch = { lane: 0, seq: 4, data: Buffer.from(buffer), offsets, positions: ['10', '11', '12'], startPosition: 10, endPosition: 13, oversized: new Map([[2, { bytes: 9 }]]) };
   t.same([0, 1, 2].map((m) => s.isReplay(batch, m)), [true, false, false], 'below appliedEnd 11 only');
   t.notOk(Lane.open(0, {}, store()).isReplay(batch, 0), 'no restore: nothing is a replay');
   const tail = subBatch(batch, 1, 3);

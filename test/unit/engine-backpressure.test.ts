@@ -20,7 +20,7 @@ function batchInWindow(k: number) {
   const b = new BatchBuilder(16);
   b.pushString(JSON.stringify(monascaRecord({ name: 'cpu', timestamp: T0 + k * W + 1000, value: k, dimensions: { h: 'a' } })));
   const { data, offsets } = b.take();
-  return { partition: 0, data, offsets };
+  return { lane: 0, data, offsets };
 }
 
 const settled = async (p: Promise<unknown>): Promise<boolean> => {

@@ -22,7 +22,7 @@ function batch(k: number, series: number, pos: number) {
   const b = new BatchBuilder(series * 200);
   for (let i = 0; i < series; i++) b.pushString(JSON.stringify(monascaRecord({ name: 'cpu', timestamp: T0 + k * W + 1000, value: i, dimensions: { h: `host-${i}` } })));
   const { data, offsets } = b.take();
-  return { partition: 0, data, offsets, positions: Array.from({ length: series }, (_, i) => String(pos + i)), startPosition: pos, endPosition: pos + series };
+  return { lane: 0, data, offsets, positions: Array.from({ length: series }, (_, i) => String(pos + i)), startPosition: pos, endPosition: pos + series };
 }
 
 for (const whole of [false, true]) {
