@@ -5,7 +5,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { createMetrics } from '../../src/metrics/index.js';
 import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
-import { flushIdle } from '../../src/sources/kafka/idle.js';
+import { flushIdle } from '../../src/sources/lanes/idle.js';
 import { Lag } from '../../src/sources/kafka/lag.js';
 
 function setup() {

@@ -22,7 +22,7 @@ import { registerCodecs } from '../../kafka/codecs.js';
 import { Assignment, byTopic, tpKey, type TopicPartition } from './assignment.js';
 import { Committer } from './commits.js';
 import { cutFetch } from './fetch.js';
-import { flushIdle } from './idle.js';
+import { flushIdle } from '../lanes/idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
 import { installFastBatch } from './batch.js';
