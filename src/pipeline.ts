@@ -174,7 +174,7 @@ export class Pipeline {
       const { RedisSource } = await import('./sources/redis/source.js');
       source = this.#endless = new RedisSource({
         redis: config.redis,
-        engine,
+        lanes: engine,
         metrics,
         logger,
         deadLetter,
