@@ -15,7 +15,7 @@ import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type CellList } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
-import { LateWarner } from './late.js';
+import { LateWarner, lateLetters } from './late.js';
 import { Lane, subBatch, type StoreSettings } from './lane.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
@@ -240,7 +240,7 @@ export class Engine implements LaneHost {
       const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
-      this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: expected, watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
+      this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
       for (const c of applied.overLimit) expected += c.count;
       if (found !== expected) {
         // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
