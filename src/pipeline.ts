@@ -13,7 +13,7 @@ import { openDeadLetter } from './sinks/dead-letter.js';
 import { createSink } from './sinks/index.js';
 import { StreamSource } from './sources/file.js';
 import { GeneratorSource } from './sources/generator.js';
-import type { PullSource } from './sources/types.js';
+import type { LaneHost, PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { BUSY_SAMPLE_MS, BusyClock, endlessProgressLine } from './progress.js';
 import type { Metrics } from './metrics/index.js';
@@ -149,7 +149,7 @@ export class Pipeline {
       decoder: new Decoder(settings),
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,
-      autoOpenPartitions: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
+      autoOpenLanes: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
       // protocol makes the restart safe). Never a stall behind a 200.
@@ -166,7 +166,7 @@ export class Pipeline {
       const { KafkaSource } = await import('./sources/kafka/source.js');
       source = this.#endless = new KafkaSource({
         kafka: config.kafka,
-        engine,
+        lanes: engine,
         metrics,
         logger,
         batchSize: config.batchSize,
@@ -183,7 +183,7 @@ export class Pipeline {
       const { RedisSource } = await import('./sources/redis/source.js');
       source = this.#endless = new RedisSource({
         redis: config.redis,
-        engine,
+        lanes: engine,
         metrics,
         logger,
         deadLetter,
@@ -255,8 +255,11 @@ export class Pipeline {
         await this.#endless?.run();
       } else {
         this.#startProgress(pull, engine, started);
+        // A pull source is one lane, opened on its first batch (autoOpenLanes): the pipeline hands its
+        // batches to the lane host as the Kafka and Redis sources hand theirs.
+        const lanes: LaneHost = engine;
         for await (const batch of pull.batches()) {
-          await engine.submit(batch);
+          await lanes.submit(batch);
           if (this.#stopped) break;
         }
         this.#ready = false;

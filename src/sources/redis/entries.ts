@@ -54,7 +54,7 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
     if (builder.count === 0) return;
     const { data, offsets } = builder.take();
     out.batches.push({
-      partition: o.laneId,
+      lane: o.laneId,
       data,
       offsets,
       positions,
