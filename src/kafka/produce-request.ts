@@ -13,7 +13,12 @@
 //   buffer. A PreparedBatch is sealed (header, producer id/epoch/sequence, CRC32C) and copied in; a
 //   partition of kafkajs messages (the dead-letter output, streamstats-produce) is encoded by
 //   encodeMessages(). kafkajs loads it on the first produce, so installing it any time before is enough.
-// On another kafkajs release (./internals.ts) nothing is replaced and PREPARED_BATCHES stays false.
+// - protocol/request.js, the framing of every request (size, api key and version, correlation id,
+//   client id): kafkajs copied each request twice into buffers it grew by doubling with Buffer.alloc
+//   (zero-filled), a produce request of 1 MiB included. Ours writes the frame into the headroom a
+//   produce body leaves before itself (no copy at all), and copies any other body once.
+//   connection.js takes it when kafkajs is first loaded, as sendMessages.js takes the grouping.
+// On another kafkajs release (./internals.ts) nothing is replaced.
 import Module from 'node:module';
 import { kafkajsInternals, kafkajsRequire } from './internals.js';
 import { encodeMessages, type BatchProducer, type PlainMessage, type RecordBatchWriter } from './record-batch.js';
@@ -80,6 +85,52 @@ interface EncodedBody {
   readonly buffer: Buffer;
 }
 
+/** Room before a produce body for the frame: size, api key, version, correlation id, and a client id of up to 242 bytes. */
+const HEADROOM = 256;
+
+/** A request body at buf[HEADROOM, end), with room for its frame before it. */
+class BodyWithHeadroom implements EncodedBody {
+  constructor(readonly buf: Buffer) {}
+
+  get buffer(): Buffer {
+    return this.buf.subarray(HEADROOM);
+  }
+}
+
+/** kafkajs's protocol/request.js: the request framed; a body with headroom is framed in place. */
+export async function createRequest({ correlationId, clientId, request }: { correlationId: number; clientId: string | null; request: { apiKey: number; apiVersion: number; encode(): Promise<EncodedBody> } }): Promise<EncodedBody> {
+  const body = await request.encode();
+  const id = clientId === null || clientId === undefined ? null : Buffer.from(clientId);
+  const head = 4 + 2 + 2 + 4 + 2 + (id === null ? 0 : id.length);
+  let buf: Buffer;
+  let o: number;
+  let end: number;
+  if (body instanceof BodyWithHeadroom && head <= HEADROOM) {
+    buf = body.buf;
+    o = HEADROOM - head;
+    end = buf.length;
+  } else {
+    const b = body.buffer;
+    buf = Buffer.allocUnsafe(head + b.length);
+    b.copy(buf, head);
+    o = 0;
+    end = buf.length;
+  }
+  const start = o;
+  o = buf.writeInt32BE(end - start - 4, o);
+  o = buf.writeInt16BE(request.apiKey, o);
+  o = buf.writeInt16BE(request.apiVersion, o);
+  o = buf.writeInt32BE(correlationId, o);
+  if (id === null) {
+    buf.writeInt16BE(-1, o);
+  } else {
+    o = buf.writeInt16BE(id.length, o);
+    id.copy(buf, o);
+  }
+  const framed = start === 0 && end === buf.length ? buf : buf.subarray(start, end);
+  return { buf: framed, buffer: framed };
+}
+
 /** kafkajs's Produce v3 request (transactional_id, acks, timeout, [topic [partition record_set]]). */
 export function produceRequestV3({ acks, timeout, transactionalId = null, producerId = -1, producerEpoch = 0, compression = 0, topicData }: ProduceArgs) {
   return {
@@ -116,8 +167,8 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
         }
         batches.push(list);
       }
-      const buf = Buffer.allocUnsafe(size);
-      let o = 0;
+      const buf = Buffer.allocUnsafe(HEADROOM + size);
+      let o = HEADROOM;
       if (tid === null) {
         o = buf.writeInt16BE(-1, o);
       } else {
@@ -139,7 +190,7 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
           o += b.copy(buf, o);
         }
       }
-      return { buf, buffer: buf };
+      return new BodyWithHeadroom(buf);
     },
   };
 }
@@ -148,12 +199,16 @@ interface Parts {
   readonly groupPath: string;
   readonly sendMessagesPath: string;
   readonly requestV3Path: string;
+  readonly requestPath: string;
+  readonly connectionPath: string;
 }
 
 const K = kafkajsInternals<Parts>((r) => ({
   groupPath: r.resolve('kafkajs/src/producer/groupMessagesPerPartition.js'),
   sendMessagesPath: r.resolve('kafkajs/src/producer/sendMessages.js'),
   requestV3Path: r.resolve('kafkajs/src/protocol/requests/produce/v3/request.js'),
+  requestPath: r.resolve('kafkajs/src/protocol/request.js'),
+  connectionPath: r.resolve('kafkajs/src/network/connection.js'),
 }));
 
 function cached(path: string, exports: unknown): void {
@@ -169,18 +224,24 @@ export function preparedBatchesAccepted(): boolean {
   return K !== null && kafkajsRequire.cache[K.groupPath]?.exports === groupMessagesPerPartition && kafkajsRequire.cache[K.requestV3Path]?.exports === produceRequestV3;
 }
 
+/** True when kafkajs's connections frame requests with createRequest. */
+export function requestFramingInstalled(): boolean {
+  return K !== null && kafkajsRequire.cache[K.requestPath]?.exports === createRequest;
+}
+
 /** True when kafkajs's produce requests are encoded by produceRequestV3 (plain messages included). */
 export function produceRequestInstalled(): boolean {
   return K !== null && kafkajsRequire.cache[K.requestV3Path]?.exports === produceRequestV3;
 }
 
 /**
- * Puts both replacements in kafkajs's module cache where it still can: the request before the first
- * produce, the grouping before kafkajs's producer is loaded. Returns preparedBatchesAccepted().
+ * Puts the replacements in kafkajs's module cache where it still can: the produce request before the
+ * first produce, the grouping and the framing before kafkajs is loaded. Returns preparedBatchesAccepted().
  */
 export function installProduceEncoder(): boolean {
   if (K === null) return false;
   if (kafkajsRequire.cache[K.requestV3Path] === undefined) cached(K.requestV3Path, produceRequestV3);
   if (kafkajsRequire.cache[K.groupPath] === undefined && kafkajsRequire.cache[K.sendMessagesPath] === undefined) cached(K.groupPath, groupMessagesPerPartition);
+  if (kafkajsRequire.cache[K.requestPath] === undefined && kafkajsRequire.cache[K.connectionPath] === undefined) cached(K.requestPath, createRequest);
   return preparedBatchesAccepted();
 }

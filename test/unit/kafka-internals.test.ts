@@ -1,5 +1,5 @@
 // Our replacements of kafkajs internals (the fetch decoder, the consumer's Batch, the request queue's
-// timer, the produce request and its per-partition grouping) are written against one kafkajs release
+// timer, the produce request, its per-partition grouping and the request framing) are written against one kafkajs release
 // and its module layout, and step aside on any other: this fails if kafkajs is not exactly that
 // release (package.json pins it), or if any replacement is not in place after the engine's load order
 // (the pipeline module, its two preloads, then kafkajs), so a kafkajs upgrade or a new import that
@@ -37,7 +37,7 @@ t.test('every replacement is installed in the engine\'s load order', async (t) =
     kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     const { installFastRecords } = await import(${JSON.stringify(`${SRC}sources/kafka/records.js`)});
     const { FastBatch } = await import(${JSON.stringify(`${SRC}sources/kafka/batch.js`)});
-    const { preparedBatchesAccepted, groupMessagesPerPartition } = await import(${JSON.stringify(`${SRC}kafka/produce-request.js`)});
+    const { preparedBatchesAccepted, groupMessagesPerPartition, requestFramingInstalled } = await import(${JSON.stringify(`${SRC}kafka/produce-request.js`)});
     const queue = r('kafkajs/src/network/requestQueue/index.js').prototype;
     process.stdout.write(JSON.stringify({
       kafkajsLoadedByThePipelineModule: kafkajsFirst,
@@ -47,6 +47,7 @@ t.test('every replacement is installed in the engine\'s load order', async (t) =
       requestQueueTimer: queue[Symbol.for('streamstats.requestQueuePatched')] === true,
       produceGrouping: r('kafkajs/src/producer/groupMessagesPerPartition.js') === groupMessagesPerPartition,
       produceRequest: preparedBatchesAccepted(),
+      requestFraming: requestFramingInstalled(),
     }));`;
   const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as Record<string, boolean>;
   t.same(out, {
@@ -57,5 +58,6 @@ t.test('every replacement is installed in the engine\'s load order', async (t) =
     requestQueueTimer: true,
     produceGrouping: true,
     produceRequest: true,
+    requestFraming: true,
   });
 });
