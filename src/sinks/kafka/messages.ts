@@ -57,14 +57,17 @@ class ByteRun {
   }
 
   write(s: string): void {
-    const room = 3 * s.length;
-    if (this.end + room > this.buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.end + room));
-      this.buf.copy(bigger, 0, 0, this.end);
-      this.buf = bigger;
-    }
+    this.room(3 * s.length);
     this.end += this.buf.write(s, this.end);
   }
+
+  room(n: number): void {
+    if (this.end + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.end + n));
+    this.buf.copy(bigger, 0, 0, this.end);
+    this.buf = bigger;
+  }
+
 }
 
 /**
@@ -77,6 +80,7 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
   let values: Buffer;
   let lineEnds: number[];
   let key: (i: number) => string;
+  let keyInto: ((i: number, out: Buffer, at: number) => number) | null = null;
   let newlines: boolean;
   if (batch.ndjsonBytes !== undefined && batch.identityKey !== undefined) {
     newlines = true;
@@ -84,6 +88,7 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
     lineEnds = [];
     for (let o = values.indexOf(0x0a); o !== -1; o = values.indexOf(0x0a, o + 1)) lineEnds.push(o);
     key = batch.identityKey.bind(batch);
+    if (batch.identityKeyInto !== undefined) keyInto = batch.identityKeyInto.bind(batch);
   } else {
     newlines = false;
     const rows = batch.rows;
@@ -112,7 +117,17 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
   let vs = 0;
   for (let i = 0; i < n; i++) {
     const ks = keys.end;
-    keys.write(key(i));
+    if (keyInto === null) {
+      keys.write(key(i));
+    } else {
+      // The batch writes the key itself, from its cached parts; it says when the buffer is short.
+      let end = keyInto(i, keys.buf, keys.end);
+      while (end < 0) {
+        keys.room(keys.buf.length);
+        end = keyInto(i, keys.buf, keys.end);
+      }
+      keys.end = end;
+    }
     const ke = keys.end;
     const ve = lineEnds[i]!;
     const size = ke - ks + ve - vs;
