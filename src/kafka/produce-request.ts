@@ -20,6 +20,7 @@
 //   connection.js takes it when kafkajs is first loaded, as sendMessages.js takes the grouping.
 // On another kafkajs release (./internals.ts) nothing is replaced.
 import Module from 'node:module';
+import { BufferPool } from './buffer-pool.js';
 import { kafkajsInternals, kafkajsRequire } from './internals.js';
 import { encodeMessages, type BatchProducer, type PlainMessage, type RecordBatchWriter } from './record-batch.js';
 
@@ -30,6 +31,8 @@ import { encodeMessages, type BatchProducer, type PlainMessage, type RecordBatch
  */
 export class PreparedBatch {
   readonly value = null;
+  /** The request buffer it was last encoded into (for releasePrepared()). */
+  request: Buffer | null = null;
   constructor(
     readonly partition: number,
     readonly writer: RecordBatchWriter,
@@ -37,6 +40,23 @@ export class PreparedBatch {
 
   get length(): number {
     return this.writer.count;
+  }
+}
+
+/** Produce request buffers, reused once their broker answered (releasePrepared). */
+const REQUESTS = new BufferPool(16 * 1024 * 1024);
+
+/**
+ * After the send of these batches succeeded (the broker answered, so the request was written): their
+ * writers' buffers and the request's go back to their pools. Not after a failure: a request that
+ * timed out may still be queued on its socket.
+ */
+export function releasePrepared(batches: readonly unknown[]): void {
+  for (const b of batches) {
+    if (!(b instanceof PreparedBatch)) continue;
+    b.writer.release();
+    if (b.request !== null) REQUESTS.give(b.request);
+    b.request = null;
   }
 }
 
@@ -90,10 +110,10 @@ const HEADROOM = 256;
 
 /** A request body at buf[HEADROOM, end), with room for its frame before it. */
 class BodyWithHeadroom implements EncodedBody {
-  constructor(readonly buf: Buffer) {}
+  constructor(readonly buf: Buffer, readonly end: number) {}
 
   get buffer(): Buffer {
-    return this.buf.subarray(HEADROOM);
+    return this.buf.subarray(HEADROOM, this.end);
   }
 }
 
@@ -108,7 +128,7 @@ export async function createRequest({ correlationId, clientId, request }: { corr
   if (body instanceof BodyWithHeadroom && head <= HEADROOM) {
     buf = body.buf;
     o = HEADROOM - head;
-    end = buf.length;
+    end = body.end;
   } else {
     const b = body.buffer;
     buf = Buffer.allocUnsafe(head + b.length);
@@ -144,6 +164,7 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
       const transactional = transactionalId !== null && transactionalId !== undefined && transactionalId !== '';
       const batches: Buffer[][] = [];
       const topics: Buffer[] = [];
+      const prepared: PreparedBatch[] = [];
       let size = 2 + 2 + 4 + 4;
       const tid = transactionalId === null || transactionalId === undefined ? null : Buffer.from(transactionalId);
       size += tid === null ? 0 : tid.length;
@@ -157,6 +178,7 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
           let b: Buffer;
           if (p.messages instanceof PreparedBatch) {
             b = await p.messages.writer.seal(compression, now, producer);
+            prepared.push(p.messages);
             producePaths.prepared++;
           } else {
             b = await encodeMessages(p.messages, compression, producer, now);
@@ -167,7 +189,7 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
         }
         batches.push(list);
       }
-      const buf = Buffer.allocUnsafe(HEADROOM + size);
+      const buf = REQUESTS.take(HEADROOM + size);
       let o = HEADROOM;
       if (tid === null) {
         o = buf.writeInt16BE(-1, o);
@@ -190,7 +212,8 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
           o += b.copy(buf, o);
         }
       }
-      return new BodyWithHeadroom(buf);
+      for (const p of prepared) p.request = buf;
+      return new BodyWithHeadroom(buf, o);
     },
   };
 }

@@ -14,6 +14,7 @@
 // The CRC covers attributes to the end. A record: length varint | attributes int8 | timestampDelta
 // varlong | offsetDelta varint | key (varint length, -1 = null) | value (the same) | headers (varint
 // count, then key as varint-length string and value as varint-length bytes, -1 = null).
+import type { BufferPool } from './buffer-pool.js';
 import { compressRecords } from './compressors.js';
 import { crc32c } from './crc32c.js';
 
@@ -121,9 +122,18 @@ export class RecordBatchWriter {
   #count = 0;
   #maxTimestampDelta = 0;
 
-  /** capacity: bytes of the records to come (their recordBytes() summed, or an estimate). */
-  constructor(capacity: number) {
-    this.#buf = Buffer.allocUnsafe(BATCH_HEADER_BYTES + Math.max(0, capacity));
+  /**
+   * capacity: bytes of the records to come (their recordBytes() summed, or an estimate). With a pool,
+   * the buffer comes from it, and release() hands it back.
+   */
+  constructor(capacity: number, private readonly pool: BufferPool | null = null) {
+    const n = BATCH_HEADER_BYTES + Math.max(0, capacity);
+    this.#buf = pool === null ? Buffer.allocUnsafe(n) : pool.take(n);
+  }
+
+  /** Gives the buffer back to the pool (the writer and what seal() returned are not used again). */
+  release(): void {
+    this.pool?.give(this.#buf);
   }
 
   /** Records appended so far. */
@@ -138,8 +148,10 @@ export class RecordBatchWriter {
 
   #ensure(n: number): void {
     if (this.#pos + n <= this.#buf.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(2 * this.#buf.length, this.#pos + n));
+    const size = Math.max(2 * this.#buf.length, this.#pos + n);
+    const bigger = this.pool === null ? Buffer.allocUnsafe(size) : this.pool.take(size);
     this.#buf.copy(bigger, 0, 0, this.#pos);
+    this.pool?.give(this.#buf);
     this.#buf = bigger;
   }
 

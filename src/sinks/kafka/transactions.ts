@@ -11,6 +11,7 @@ import { StreamstatsError } from '../../errors.js';
 import { isFencingError, rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSlot } from '../../kafka/producer.js';
 import { RecordsRefused } from '../../kafka/refusals.js';
+import { releasePrepared } from '../../kafka/produce-request.js';
 import { sendOffsetWithMetadata } from '../../kafka/transactions.js';
 import type { RowRejection, SinkCommit } from '../types.js';
 import type { SinkWrite } from './lanes.js';
@@ -37,6 +38,7 @@ export function writeTransaction(c: GroupWriteContext, id: string, group: readon
       tx = txn;
       for (const r of requests(c, g, ids)) {
         await txn.send({ topic: c.topic, acks: -1, compression: c.codec, messages: r.messages as Message[] });
+        releasePrepared(r.messages);
       }
       if (commit !== undefined) {
         await sendOffsetWithMetadata(txn, c.groupId, { topic: commit.topic, partition: commit.partition, offset: commit.point.position, metadata: formatCommitMeta(commit.point) });

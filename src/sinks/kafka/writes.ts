@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
 import { rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSet } from '../../kafka/producer.js';
-import { preparedBatchesAccepted, PreparedBatch } from '../../kafka/produce-request.js';
+import { BufferPool } from '../../kafka/buffer-pool.js';
+import { preparedBatchesAccepted, PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
 import { RECORD_FRAMING_MAX_BYTES, RecordBatchWriter } from '../../kafka/record-batch.js';
 import { RecordsRefused, sendRefusingOversizeBy } from '../../kafka/refusals.js';
 import { RECORD_OVERHEAD_BYTES, requestBudget } from '../../kafka/requests.js';
@@ -73,9 +74,12 @@ export function* requests(c: GroupWriteContext, g: GroupMessages, ids: readonly 
   }
 }
 
+/** Record-batch buffers, reused once their request was answered (releasePrepared). */
+const BATCHES = new BufferPool(16 * 1024 * 1024);
+
 function preparedRequest(g: GroupMessages, ids: readonly number[], from: number, to: number, touched: readonly number[], capacity: Float64Array): SinkRequest {
   const writers = new Array<RecordBatchWriter | undefined>(capacity.length);
-  for (const p of touched) writers[p] = new RecordBatchWriter(capacity[p]!);
+  for (const p of touched) writers[p] = new RecordBatchWriter(capacity[p]!, BATCHES);
   for (let x = from; x < to; x++) {
     const k = ids[x]!;
     const w = g.writes[g.write[k]!]!;
@@ -122,6 +126,7 @@ export function writeIdempotent(c: GroupWriteContext, id: string, group: readonl
     try {
       for (const r of requests(c, g, ids)) {
         await producer.send({ topic: c.topic, acks: -1, compression: c.codec, messages: r.messages as Message[] });
+        releasePrepared(r.messages);
         sent += r.count;
       }
     } catch (err) {
