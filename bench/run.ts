@@ -1,10 +1,12 @@
-// Benchmark runner: `node dist/bench/run.js --quick | --full [--only id,id] [--runs N]`.
-// Runs the scenarios, writes bench/results/<scenario>.json (+ charts), regenerates docs/benchmarks.md
-// and the measured table of docs/tuning.md.
+// Benchmark runner: `node dist/bench/run.js --quick | --full [--only id,id] [--runs N] [--record]`, or
+// `--docs` alone. Runs the scenarios and writes <scenario>.json (+ charts): with --record into
+// bench/results, then regenerates docs/benchmarks.md and the measured tables of docs/tuning.md from
+// those files; without it into the git-ignored .cache/bench-results, so trying the bench on another
+// machine rewrites no tracked file. --docs regenerates the pages from bench/results and runs nothing.
 import { execFileSync } from 'node:child_process';
 import { describeMachine, machineInfo } from './lib/machine.js';
 import type { Protocol } from './lib/measure.js';
-import { ROOT, writeResult, type Mode, type Scenario } from './lib/scenario.js';
+import { LOCAL_RESULTS_DIR, RESULTS_DIR, ROOT, writeResult, type Mode, type Scenario } from './lib/scenario.js';
 import { refreshTuningTable, writeBenchmarksDoc } from './lib/report.js';
 import { ceilometerScenario } from './scenarios/ceilometer.js';
 import { decodeScenario } from './scenarios/decode.js';
@@ -14,6 +16,7 @@ import { pgSinkScenario } from './scenarios/pg-sink.js';
 import { redisXapiScenario } from './scenarios/redis-xapi.js';
 import { poolScenario, poolTable } from './scenarios/pool-scaling.js';
 import { queryScenario } from './scenarios/query.js';
+import { scalingScenario } from './scenarios/scaling.js';
 import { seed000Scenario } from './scenarios/seed000.js';
 import { sustainedScenario } from './scenarios/sustained.js';
 import { throughputScenario } from './scenarios/throughput.js';
@@ -23,6 +26,7 @@ const SCENARIOS: readonly Scenario[] = [
   poolScenario,
   seed000Scenario,
   throughputScenario,
+  scalingScenario,
   ceilometerScenario,
   queryScenario,
   pgSinkScenario,
@@ -36,7 +40,6 @@ const ALIASES: Readonly<Record<string, string>> = {
   pool: 'pool-scaling',
   seed000: 'seed-000',
   ratio: 'throughput',
-  issue14: 'throughput',
   ceilometer: 'ceilometer-ingest',
   memory: 'memory-per-series',
   kafka: 'kafka-e2e',
@@ -62,10 +65,14 @@ interface Args {
   readonly mode: Mode;
   readonly only: readonly string[] | null;
   readonly runs: number | null;
+  /** Results into bench/results and the docs regenerated. */
+  readonly record: boolean;
+  /** Only regenerate the docs from bench/results. */
+  readonly docsOnly: boolean;
 }
 
 function usage(msg: string): never {
-  process.stderr.write(`bench: ${msg}\nusage: node dist/bench/run.js --quick|--full [--only ${SCENARIOS.map((s) => s.id).join(',')}] [--runs N (>= 5)]\n`);
+  process.stderr.write(`bench: ${msg}\nusage: node dist/bench/run.js --quick|--full [--only ${SCENARIOS.map((s) => s.id).join(',')}] [--runs N (>= 5)] [--record]\n       node dist/bench/run.js --docs\n`);
   process.exit(2);
 }
 
@@ -73,9 +80,13 @@ function parseArgs(argv: readonly string[]): Args {
   let mode: Mode | null = null;
   let only: string[] | null = null;
   let runs: number | null = null;
+  let record = false;
+  let docsOnly = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick' || a === '--full') mode = a === '--quick' ? 'quick' : 'full';
+    else if (a === '--record') record = true;
+    else if (a === '--docs') docsOnly = true;
     else if (a === '--only') {
       only = (argv[++i] ?? '').split(',').map((s) => ALIASES[s.trim()] ?? s.trim());
       const unknown = only.filter((o) => !SCENARIOS.some((s) => s.id === o));
@@ -85,8 +96,12 @@ function parseArgs(argv: readonly string[]): Args {
       if (!Number.isInteger(runs) || runs < 5) usage('--runs must be an integer >= 5');
     } else usage(`unknown argument ${a}`);
   }
+  if (docsOnly) {
+    if (mode !== null || only !== null || runs !== null || record) usage('--docs takes no other argument');
+    return { mode: 'quick', only: null, runs: null, record: false, docsOnly };
+  }
   if (mode === null) usage('--quick or --full is required');
-  return { mode, only, runs };
+  return { mode, only, runs, record, docsOnly };
 }
 
 function engineVersion(): string {
@@ -102,14 +117,27 @@ function engineVersion(): string {
   }
 }
 
+function writeDocs(log: (line: string) => void): void {
+  const inputs = { scenarioIds: SCENARIOS.map((s) => s.id), poolTable };
+  log(`wrote ${writeBenchmarksDoc(inputs)}`);
+  const tuning = refreshTuningTable(inputs);
+  if (tuning !== null) log(`updated the measured tables in ${tuning}`);
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  if (args.docsOnly) {
+    writeDocs(log);
+    return;
+  }
+  const resultsDir = args.record ? RESULTS_DIR : LOCAL_RESULTS_DIR;
   const protocol: Protocol = { warmup: 1, runs: args.runs ?? 5 };
   const machine = machineInfo();
   const engine = engineVersion();
   const selected = SCENARIOS.filter((s) => args.only === null || args.only.includes(s.id));
-  const command = `npm run ${args.mode === 'quick' ? 'bench' : 'bench:full'}${args.only === null ? '' : ` -- --only ${args.only.join(',')}`}${args.runs === null ? '' : ` --runs ${args.runs}`}`;
-  const log = (line: string): void => void process.stdout.write(`${line}\n`);
+  const extra = [...(args.only === null ? [] : [`--only ${args.only.join(',')}`]), ...(args.runs === null ? [] : [`--runs ${args.runs}`]), ...(args.record ? ['--record'] : [])];
+  const command = `npm run ${args.mode === 'quick' ? 'bench' : 'bench:full'}${extra.length === 0 ? '' : ` -- ${extra.join(' ')}`}`;
   log(`streamstats benchmarks (${args.mode}): ${describeMachine(machine)}; engine ${engine}`);
   const headlines: string[] = [];
   const t0 = performance.now();
@@ -130,14 +158,12 @@ async function main(): Promise<void> {
       durationSeconds,
       machine,
       protocol: { ...protocolOf(out.config, protocol), alternated: true, childProcessPerRun: true },
-    });
+    }, resultsDir);
     headlines.push(...out.headline);
     log(`  -> ${file} (${durationSeconds.toFixed(0)} s)`);
   }
-  const inputs = { scenarioIds: SCENARIOS.map((s) => s.id), poolTable };
-  log(`wrote ${writeBenchmarksDoc(inputs)}`);
-  const tuning = refreshTuningTable(inputs);
-  if (tuning !== null) log(`updated the measured table in ${tuning}`);
+  if (args.record) writeDocs(log);
+  else log(`results in ${resultsDir} (not recorded: --record writes them to bench/results and regenerates docs/)`);
   log(`done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   for (const h of headlines) log(`  ${h}`);
 }

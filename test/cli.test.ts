@@ -1,6 +1,7 @@
 // The command as a user runs it: a child process, env and flags, stdout for rows, stderr for the rest.
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -194,7 +195,7 @@ t.test('streamstats-produce stamps a timeline that ends now by default; GEN_STAR
   t.notMatch(fixed.stderr, /"level":50/, 'loading an existing topic logs no error');
 });
 
-t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors (issue 12)', async (t) => {
+t.test('a ?password= in the SINK URL is in no line the command prints: start-up log, summary, errors', async (t) => {
   const SECRET = 'qp-S3cr3t-51d0';
   const db = await testSchema(t);
   const url = new URL(db.url);
@@ -211,7 +212,7 @@ t.test('a ?password= in the SINK URL is in no line the command prints: start-up 
   down.port = String(await freePort());
   const failed = await run([], { LOG_LEVEL: 'debug', METRICS_PORT: '0', PROGRESS: 'off', GEN_COUNT: '10', SINK: down.toString() });
   t.equal(failed.code, 1, 'an unreachable database: exit 1');
-  t.match(failed.stderr, /streamstats: STREAMSTATS_SINK: /, 'the error line names the sink');
+  t.match(failed.stderr, /streamstats: SINK=postgres:[^\n]* \[STREAMSTATS_SINK\]\n/, 'the error line names the sink, its code last');
   t.notMatch(failed.stderr, new RegExp(SECRET), 'and does not contain the password');
 });
 
@@ -243,4 +244,17 @@ t.test('runCli in-process: the streams, signals and exit it is given, and the st
   const failing = io();
   t.equal(await runCli([], { ...env, SINK: `postgres://u:pw-S3cr3t@127.0.0.1:${await freePort()}/test?password=q-S3cr3t` }, failing.cliIo), 1, 'an unreachable sink: 1');
   t.notMatch(failing.out.stderr, /S3cr3t/, 'its error line without the password or the ?password= value');
+});
+
+t.test('a statistics file that cannot be opened: one line naming SINK and the reason once, exit 1, before any record is read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ss-cli-nofile-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run([], { METRICS_PORT: '0', PROGRESS: 'off', GEN_COUNT: '100000', SINK: `file:${join(dir, 'missing', 'x.ndjson')}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}` });
+  t.equal(r.code, 1, r.stderr.slice(-2000));
+  const plain = r.stderr.split('\n').filter((l) => l.startsWith('streamstats: '));
+  t.equal(plain.length, 1, `one plain error line: ${JSON.stringify(plain)}`);
+  t.match(plain[0], /^streamstats: SINK=file:.*missing\/x\.ndjson: cannot open it for appending: ENOENT[^\n]* \[STREAMSTATS_SINK\]$/);
+  t.equal((plain[0]!.match(/ENOENT/g) ?? []).length, 1, 'the reason once');
+  t.notMatch(r.stderr, /"level":50/, 'no ERROR log lines repeating it');
+  t.notMatch(r.stderr, /"msg":"done"/, 'nothing ran');
 });

@@ -1,4 +1,4 @@
-// Issue 14's single-threaded whole-job baseline over Kafka: what a plain kafkajs application doing
+// The single-threaded whole-job baseline over Kafka: what a plain kafkajs application doing
 // streamstats' default job on one thread costs. bench/scenarios/baseline-job.ts is the generator
 // version; this one reads the topic instead and keeps the same work per message: JSON.parse, name,
 // dimensions and the envelope's meta (tenant, region), the series keyed by JSON.stringify of its

@@ -1,4 +1,4 @@
-// The windows of issue 14's single-threaded whole-job baselines (bench/scenarios/baseline-job.ts over
+// The windows of the single-threaded whole-job baselines (bench/scenarios/baseline-job.ts over
 // the generator, bench/child/kafka-baseline-job.ts over Kafka): what a plain program doing
 // streamstats' default job keeps. Per message: JSON.parse, name, dimensions and the envelope's meta
 // (tenant, region), the series keyed by JSON.stringify of its sorted dimensions, a per (series, 60 s

@@ -60,12 +60,15 @@ export interface ScenarioResult extends ScenarioOutput {
   readonly protocol: Protocol & { readonly alternated: true; readonly childProcessPerRun: true };
 }
 
-export function writeResult(r: ScenarioResult): string {
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${r.scenario}.json`);
+/** Where a run that is not recorded puts its results: git-ignored, so trying the bench changes no tracked file. */
+export const LOCAL_RESULTS_DIR = join(ROOT, '.cache', 'bench-results');
+
+export function writeResult(r: ScenarioResult, dir = RESULTS_DIR): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${r.scenario}.json`);
   writeFileSync(`${file}.tmp`, `${JSON.stringify(r, null, 2)}\n`);
   renameSync(`${file}.tmp`, file);
-  for (const [name, svg] of Object.entries(r.charts ?? {})) writeFileSync(join(RESULTS_DIR, name), svg);
+  for (const [name, svg] of Object.entries(r.charts ?? {})) writeFileSync(join(dir, name), svg);
   return file;
 }
 

@@ -1,4 +1,4 @@
-// The single-threaded whole-job baseline of issue 14: what a plain Node program doing streamstats'
+// The single-threaded whole-job baseline: what a plain Node program doing streamstats'
 // default job on one thread costs. It generates the same seed-000 Monasca messages as the default
 // generator source, and for each: JSON.parse, takes name, dimensions and the envelope's meta (tenant,
 // region), keys the series by JSON.stringify of its sorted dimensions, folds the value into a per

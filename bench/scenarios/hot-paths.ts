@@ -1,4 +1,4 @@
-// Issue 14's step-by-step measures: the CPU per record of the two hot paths, for any built checkout,
+// Step-by-step measures: the CPU per record of the two hot paths, for any built checkout,
 // so a commit can be compared with another side by side. Each measure runs in a fresh child process
 // per tree, the trees alternate, and the best of several passes in a child is kept (the machine is
 // shared: the best pass is the one least disturbed).

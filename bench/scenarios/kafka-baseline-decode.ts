@@ -1,4 +1,4 @@
-// Issue 14, Kafka -> file, the fetch decoding alone: kafkajs's fetch record-set decoder against the
+// Kafka -> file, the fetch decoding alone: kafkajs's fetch record-set decoder against the
 // Kafka source's (src/sources/kafka/records.ts), each followed by what kafkajs does next with the
 // messages (consumer/batch.js: the offset filter), on the same bytes: N seed-000 messages keyed by
 // series as streamstats-produce writes them (record batches of 250, uncompressed, no headers) in fetch

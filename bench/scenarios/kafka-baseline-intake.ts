@@ -1,4 +1,4 @@
-// Issue 14, Kafka -> file, the Kafka intake's main-thread work alone, as the source does it per fetch:
+// Kafka -> file, the Kafka intake's main-thread work alone, as the source does it per fetch:
 // the fetch record set decoded (the tree's src/sources/kafka/records.ts, installed as kafkajs's
 // decoder is), kafkajs's Batch (consumer/batch.js, or the tree's src/sources/kafka/batch.ts), and the
 // tree's cutFetch packing the messages into shared batch buffers with their positions and keys; the

@@ -1,4 +1,4 @@
-// Issue 14, Kafka -> file: streamstats (pool and WORKER_THREADS=0, from one or more built trees, so a
+// Kafka -> file: streamstats (pool and WORKER_THREADS=0, from one or more built trees, so a
 // change can be measured against a base checkout side by side) against the bare kafkajs consumer
 // (bench/child/kafka-consume.ts bare) and the single-threaded whole-job kafkajs baseline
 // (bench/child/kafka-baseline-job.ts), all reading the same seed-000 topic from the beginning with a

@@ -1,76 +1,25 @@
-// Scenario 3b, issue 14's ratio run: the default job (generator, 690,000 seed-000 points, rows to a
+// Scenario 3b, the ratio run: the default job (generator, 690,000 seed-000 points, rows to a
 // file) with the worker pool, in-thread (WORKER_THREADS=0), and as the single-threaded whole-job
 // baseline (baseline-job.ts), plus the same job of a base commit built side by side in this run
-// (BASE_COMMIT=<rev>, default the issue's starting point 49b6812; BASE_TREE=/path for a tree built
+// (BASE_COMMIT=<rev>, default 49b6812, the engine before its CPU per record was halved; BASE_TREE=/path for a tree built
 // already; BASE_COMMIT=none for no base). Every run is a fresh process under /usr/bin/time; the
 // variants alternate round by round and only medians are compared. Records/s is the program's own
 // (elapsed from its pipeline start); CPU is user + system of the whole process (all threads), per record.
 // Alone: node dist/bench/scenarios/throughput.js [ROUNDS]   (env: BASE_COMMIT, BASE_TREE, GEN_COUNT)
-import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCommit, givenTree, type BaseTree } from '../lib/base-tree.js';
 import { scratchDir } from '../lib/child.js';
-import { alternate, type Protocol, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
+import { alternate, type Protocol, type Variant, type VariantResult } from '../lib/measure.js';
+import { NODE, THREAD_CPU, threadSample, timed, timedCli } from '../lib/timed.js';
 import { ROOT, variant, type Group, type Scenario } from '../lib/scenario.js';
 import { fmt } from '../lib/stats.js';
 
 const POINTS = 690_000;
-/** Issue 14 was measured on this commit: its "before". */
+/** The engine before its CPU per record was halved: the "before" of the targets below. */
 export const DEFAULT_BASE_COMMIT = '49b6812';
 const TARGETS = { poolVsInThread: 1.7, poolVsBaseline: 3 };
-
-interface Timed {
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly cpuSeconds: number;
-  readonly wallSeconds: number;
-  readonly maxRssBytes: number;
-  /** CPU seconds per kind of thread (thread-cpu-preload): MAIN, WorkerThread, V8Worker, libuv-worker. */
-  readonly threads: Readonly<Record<string, number>>;
-}
-
-/** Every run gets the per-thread CPU preload: where the CPU went, not only how much. */
-const THREAD_CPU = ['--import', join(ROOT, 'dist/bench/lib/thread-cpu-preload.js')];
-
-function timed(args: readonly string[], env: Record<string, string>): Promise<Timed> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'CPU %U %S %M %e', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const m = /CPU ([\d.]+) ([\d.]+) (\d+) ([\d.]+)\s*$/.exec(stderr);
-      const t = stderr.split('\n').find((l) => l.startsWith('{"bench":"threads"'));
-      const threads = t === undefined ? {} : (JSON.parse(t) as { threads: Record<string, number> }).threads;
-      if (code !== 0 || m === null) reject(new Error(`${args.join(' ')} exited ${code}: ${stderr.slice(-500)}`));
-      else resolve({ stdout, stderr, cpuSeconds: Number(m[1]) + Number(m[2]), wallSeconds: Number(m[4]), maxRssBytes: Number(m[3]) * 1024, threads });
-    });
-  });
-}
-
-function sample(records: number, recordsPerSecond: number, elapsedSeconds: number, t: Timed): Sample {
-  const us = (s: number | undefined): number => ((s ?? 0) * 1e6) / records;
-  return {
-    recordsPerSecond,
-    elapsedSeconds,
-    peakRssBytes: t.maxRssBytes,
-    extra: {
-      cpuUsPerRecord: (t.cpuSeconds * 1e6) / records,
-      records,
-      mainUs: us(t.threads['MAIN']),
-      workerUs: us(t.threads['WorkerThread']),
-      v8Us: us(t.threads['V8Worker']),
-      libuvUs: us(t.threads['libuv-worker']),
-      // Whole process, start to exit: how many of the machine's cores the run kept busy on average.
-      cores: t.cpuSeconds / t.wallSeconds,
-    },
-  };
-}
 
 function cli(tree: string, id: string, label: string, vars: Record<string, string>, count: number, dir: string): Variant {
   return {
@@ -78,15 +27,9 @@ function cli(tree: string, id: string, label: string, vars: Record<string, strin
     label,
     config: { ...vars, GEN_COUNT: count, tree: tree === ROOT ? 'this tree' : 'base commit' },
     run: async () => {
-      const out = join(dir, `${id}.ndjson`);
-      rmSync(out, { force: true });
-      const env = { METRICS_PORT: '0', SINK: `file:${out}`, DEAD_LETTER: `file:${join(dir, 'dlq.ndjson')}`, GEN_COUNT: String(count), PROGRESS: 'off', LOG_LEVEL: 'info', ...vars };
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(tree, 'dist/src/cli.js')], env);
-      const done = t.stderr.split('\n').find((l) => l.includes('"msg":"done"'));
-      if (done === undefined) throw new Error(`${id}: no summary line`);
-      const s = (JSON.parse(done) as { summary: { records: number; recordsPerSecond: number; elapsedSeconds: number; ok: number } }).summary;
+      const { t, summary: s } = await timedCli(tree, { GEN_COUNT: String(count), ...vars }, dir, join(dir, `${id}.ndjson`));
       if (s.ok !== count) throw new Error(`${id}: ${s.ok} of ${count} records accepted`);
-      return sample(s.records, s.recordsPerSecond, s.elapsedSeconds, t);
+      return threadSample(s.records, s.recordsPerSecond, s.elapsedSeconds, t);
     },
   };
 }
@@ -97,9 +40,9 @@ function baseline(count: number, dir: string): Variant {
     label: 'single-threaded whole-job baseline (bench/scenarios/baseline-job.ts)',
     config: { GEN_COUNT: count },
     run: async () => {
-      const t = await timed([join(ROOT, 'node_modules/.bin/node'), ...THREAD_CPU, join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
+      const t = await timed([NODE, ...THREAD_CPU, join(ROOT, 'dist/bench/scenarios/baseline-job.js'), join(dir, 'baseline.ndjson'), String(count)], {});
       const j = JSON.parse(t.stdout) as { records: number; recordsPerSecond: number; elapsedSeconds: number };
-      return sample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
+      return threadSample(j.records, j.recordsPerSecond, j.elapsedSeconds, t);
     },
   };
 }
@@ -166,12 +109,12 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
         'JSON.parse, name + sorted dimensions keyed by `JSON.stringify`, one accumulator per (series, window), the same rows to a file, on one thread; ' +
         'no validation, dead letters, metrics or commits).' +
         (base === null ? '' : ` The same job of base commit ${base.commit} ("${base.subject}") runs side by side: built by the scenario itself into a temporary worktree ` +
-          '(`BASE_COMMIT=<rev>`, default the commit issue 14 was measured on).') +
+          '(`BASE_COMMIT=<rev>`, default 49b6812, the engine before its CPU per record was halved).') +
         ' CPU is user + system of the whole process (all threads, `/usr/bin/time`) per record: on a shared 2-core machine it is much steadier than records/s.',
       '',
       table(results, b),
       '',
-      '**Issue 14 targets** (ratios of median records/s in this run):',
+      '**Targets** (ratios of median records/s in this run):',
       '',
       `- pool / in-thread: ${met(rps(p) / rps(t), TARGETS.poolVsInThread)}`,
       `- pool / single-threaded whole-job baseline: ${met(rps(p) / rps(b), TARGETS.poolVsBaseline)}`,
@@ -220,7 +163,7 @@ export async function runThroughput(protocol: Protocol, count: number, title: st
 export const throughputScenario: Scenario = {
   id: 'throughput',
   order: 3.5,
-  title: 'Scenario 3b: default job, pool against in-thread, the whole-job baseline and a base commit (issue 14)',
+  title: 'Scenario 3b: default job, pool against in-thread, the whole-job baseline and a base commit',
   async run(ctx) {
     // Quick: 3 measured rounds of 5 variants (about 2 minutes); full: the runner's protocol.
     const protocol: Protocol = ctx.mode === 'quick' ? { warmup: 1, runs: 3 } : ctx.protocol;

@@ -38,19 +38,22 @@ export const CLI_DEFAULTS = { summaryFlushMs: 2000 } as const;
 export async function runCli(argv: readonly string[], env: Env, io: CliIo): Promise<number> {
   // The config's secret values, once it is parsed: no line printed here may show them.
   const secrets: string[] = [];
+  // The fatal error's line is printed when it happens; run() then rejects with the same error.
+  const printed = new Set<unknown>();
   let code: number;
   try {
-    code = await run(argv, env, io, secrets);
+    code = await run(argv, env, io, secrets, printed);
   } catch (err) {
     const e = err as { code?: string; message?: string };
-    io.stderr.write(`streamstats: ${e.code !== undefined ? `${e.code}: ` : ''}${redactSecrets(e.message ?? String(err), secrets)}\n`);
+    // The code goes last, in brackets: at the start of the line it read like a variable to set.
+    if (!printed.has(err)) io.stderr.write(`streamstats: ${redactSecrets(e.message ?? String(err), secrets)}${e.code !== undefined ? ` [${e.code}]` : ''}\n`);
     code = 1;
   }
   await io.settled?.(CLI_DEFAULTS.summaryFlushMs);
   return code;
 }
 
-async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string[]): Promise<number> {
+async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string[], printed: Set<unknown>): Promise<number> {
   let config: Config;
   try {
     const flagged = argvToEnv(argv, env);
@@ -90,7 +93,9 @@ async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string
     ...(io.workerFile === undefined ? {} : { workerFile: io.workerFile }),
     onFatal: (err) => {
       // One line for the operator (the log has the whole error); the exit code is 1.
-      io.stderr.write(`streamstats: fatal: ${redactSecrets(err.message, secrets)}\n`);
+      const code = (err as { code?: string }).code;
+      io.stderr.write(`streamstats: fatal: ${redactSecrets(err.message, secrets)}${code !== undefined ? ` [${code}]` : ''}\n`);
+      printed.add(err);
       exitAfterTimeout('shutdown after a fatal error');
     },
   });

@@ -58,6 +58,9 @@ const OPTION_PREFIXES = [...new Set(OPTIONS.map((o) => o.env.split('_')[0]!))]
   .filter((p) => OPTIONS.filter((o) => o.env.startsWith(`${p}_`)).length >= 2)
   .map((p) => `${p}_`);
 
+/** The first word of every option (WINDOW of WINDOW_SECONDS): a variable that starts with one is looked at closer. */
+const OPTION_HEADS = new Set(OPTIONS.map((o) => o.env.split('_')[0]!));
+
 /**
  * Look like ours but are not: scripts/kafka.sh's ports, Kafka's own launch scripts, and the
  * variables Kubernetes injects for every Service of the namespace (a Service "kafka" gives
@@ -81,7 +84,10 @@ export function unknownVariables(env: Env, extra: readonly string[] = []): Array
     if (value === undefined || known.has(name) || notOurs(name, value)) continue;
     // Short names are close to too much (LINK is one edit from SINK): one edit from 5 letters on,
     // two from 8; shorter ones only by exact prefix.
-    const reach = name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0;
+    // A name that starts with an option's first word and goes on (WINDOW_SECS) is an abbreviation
+    // as often as a typo: it may be a third of its length away.
+    const head = name.indexOf('_') > 0 && OPTION_HEADS.has(name.slice(0, name.indexOf('_')));
+    const reach = Math.max(name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0, head ? Math.floor(name.length / 3) : 0);
     const prefixed = OPTION_PREFIXES.some((p) => name.startsWith(p));
     let closest = '';
     let best = Infinity;

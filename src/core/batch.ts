@@ -92,7 +92,7 @@ export class BatchBuilder {
     } else {
       // Buffer's copy() of a sub-range is one native memmove, also into shared memory (where set()
       // copies byte by byte as atomics): 43-54 ns a 400-byte message on Node 24, against fill()'s
-      // 133-164 ns and set()'s 110 (docs/measurements.md, issue 14, session 4). Any Uint8Array will do as the source.
+      // 133-164 ns and set()'s 110 (measured by hand: docs/history/measurements-2026-11.md). Any Uint8Array will do as the source.
       Buffer.prototype.copy.call(bytes, buf, this.#len, start, end);
     }
     this.#len += n;

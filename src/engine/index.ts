@@ -155,8 +155,9 @@ export class Engine {
   #fail(err: unknown): void {
     if (this.#fatal !== null) return;
     this.#fatal = err instanceof Error ? err : new Error(String(err));
-    this.#o.logger.error({ err: this.#fatal }, `engine stopped: ${this.#fatal.message}`);
-    this.#o.onFatal?.(this.#fatal);
+    // Whoever handles the fatal error logs it (the pipeline does, once); unhandled, the engine does.
+    if (this.#o.onFatal === undefined) this.#o.logger.error({ err: this.#fatal }, `engine stopped: ${this.#fatal.message}`);
+    else this.#o.onFatal(this.#fatal);
   }
 
   /** Resolves when every submitted batch has been applied. */

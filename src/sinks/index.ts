@@ -1,5 +1,7 @@
 // Statistics sinks (contracts in ./types.ts). Each gets whole groups of rows and applies backpressure through its promise.
+import { closeSync, openSync } from 'node:fs';
 import type { Logger } from 'pino';
+import { StreamstatsError } from '../errors.js';
 import type { SinkSpec } from '../config/index.js';
 import { WRITTEN_ALL, type Sink } from './types.js';
 import { NdjsonWriter } from './ndjson.js';
@@ -25,6 +27,14 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
     }
     case 'stdout':
     case 'file': {
+      // Opened once here, so a path that cannot be written fails the start, before anything is read.
+      if (spec.kind === 'file') {
+        try {
+          closeSync(openSync(spec.path, 'a'));
+        } catch (err) {
+          throw new StreamstatsError('STREAMSTATS_SINK', `SINK=file:${spec.path}: cannot open it for appending: ${(err as Error).message}`);
+        }
+      }
       const w = spec.kind === 'stdout' ? new NdjsonWriter(process.stdout, false, 'stdout') : NdjsonWriter.toFile(spec.path);
       return {
         describe: w.describe,

@@ -60,7 +60,8 @@ export class NdjsonWriter {
 
   #throwIfFailed(): void {
     const err = this.#error;
-    if (err !== null) throw new StreamstatsError('STREAMSTATS_SINK', `${this.describe}: ${err.message}`, { cause: err });
+    // The I/O error's message once, no cause: a logged cause is appended to the message again.
+    if (err !== null) throw new StreamstatsError('STREAMSTATS_SINK', `${this.describe}: ${err.message}`);
   }
 
   close(): Promise<void> {

@@ -78,8 +78,8 @@ const CHUNK_BYTES = 1 << 20;
 /**
  * The file in 1 MiB chunks read into two buffers taken in turn, the next read under way while the
  * splitter works on the current chunk. A stream would allocate a fresh buffer per read: 1 MiB of
- * external memory a chunk, which the main thread's GC answers with full collections (measured: see
- * docs/measurements.md, issue 14, "Seed 001 at 15 M"). The splitter copies what it keeps of a chunk,
+ * external memory a chunk, which the main thread's GC answers with full collections (measured by hand:
+ * docs/history/measurements-2026-11.md, "Seed 001 at 15 M"). The splitter copies what it keeps of a chunk,
  * so a buffer is refilled only after its chunk has been pushed.
  */
 async function* readChunks(path: string): AsyncGenerator<Buffer> {

@@ -1,8 +1,8 @@
 // Batch buffers given back by the engine (Batch.release) and handed out again by the source's
 // BatchBuilder. A fresh SharedArrayBuffer is zero pages until written: copying a message into one
 // costs a page fault per 4 KiB, about 0.35 us of system time per 400-byte message against under
-// 0.01 us into a buffer already written once (measured: docs/measurements.md, issue 14, "Seed 001 at
-// 15 M"). Batches in flight are bounded (POOL_QUEUE and the engine's pending gate), so a few buffers
+// 0.01 us into a buffer already written once (measured by hand: docs/history/measurements-2026-11.md,
+// "Seed 001 at 15 M"). Batches in flight are bounded (POOL_QUEUE and the engine's pending gate), so a few buffers
 // go round and round.
 import type { SourceBatch } from './types.js';
 

@@ -1,4 +1,4 @@
-// Issue 11, item 5, through the real path (file source, pool, engine, dead letters): in a top-level
+// Element-level resynchronisation in a top-level JSON array, through the real path (file source, pool, engine, dead letters): in a top-level
 // JSON array of 2,000 elements with one broken element, 1,999 records are applied, one is
 // dead-lettered as malformed_json, and records in = ok + rejected.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// Issue 11, item 4: one message must not amplify into hundreds of thousands of dead letters.
+// One message must not amplify into hundreds of thousands of dead letters.
 // Regression: a 1 MiB message `[0,0,...]` gave 524,287 dead letters (149 MB).
 import t from 'tap';
 import { MAX_ELEMENT_DEAD_LETTERS } from '../../src/core/decode.js';

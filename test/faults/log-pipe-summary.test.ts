@@ -1,4 +1,4 @@
-// Issue 11, item 6: the CLI's own last line (the summary) on a stuck stderr pipe. Regression: it was a
+// The CLI's own last line (the summary) on a stuck stderr pipe. Regression: it was a
 // synchronous process.stderr write, which on a full pipe never returns: a finished run never exited,
 // and its exit code was never seen. Now it goes through a bounded non-blocking writer, waited for at
 // most CLI_DEFAULTS.summaryFlushMs.

@@ -1,4 +1,4 @@
-// Issue 11, item 6: a stuck log pipe (stderr whose reader never reads) must not block the engine.
+// A stuck log pipe (stderr whose reader never reads) must not block the engine.
 // Regression: pino wrote synchronously, so the first log line on a full pipe stalled the event loop
 // and SIGTERM never completed. The engine's stderr here is a FIFO filled to the brim before start.
 import { spawn } from 'node:child_process';

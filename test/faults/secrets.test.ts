@@ -104,7 +104,7 @@ t.test('an unreachable or malformed PostgreSQL URL: the error line does not cont
   }
 });
 
-t.test('config errors and mistyped flags never echo a secret (issue 12): an unencoded "/" in a SINK password, ?password=, --kafka-sasl-pasword=', async (t) => {
+t.test('config errors and mistyped flags never echo a secret: an unencoded "/" in a SINK password, ?password=, --kafka-sasl-pasword=', async (t) => {
   const port = await freePort();
   for (const [what, sink] of [
     ['an unencoded "/" in the password (the URL does not parse)', `postgres://postgres:pg/${PG_PASSWORD}@127.0.0.1:${port}/test`],

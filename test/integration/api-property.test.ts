@@ -1,7 +1,7 @@
 // Never a 5xx: a fast-check property over the statistics API's query grammar (paths, q triples,
 // period, groupby, aggregate, limit, tokens, broken percent-encoding) against the real PostgreSQL,
 // whose stored rows hold hostile values (dimensions "1e999", "NaN", full-width digits, 255-character
-// values, SQL and JSON metacharacters; extreme partitions). Then the issue's cases, one by one.
+// values, SQL and JSON metacharacters; extreme partitions). Then the cases that once answered 500, one by one.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -167,7 +167,7 @@ t.test('a store that cannot be reached: 503 that says so, not a 500', async (t) 
   }
 });
 
-t.test('the issue\'s 500s are 400s or answers now', async (t) => {
+t.test('queries that once answered 500 are 400s or answers', async (t) => {
   const { url, pool } = await testSchema(t);
   const sink = await openSink(t, url);
   const raw = samples();

@@ -1,4 +1,4 @@
-// Issue 11, item 1, on the real broker: a decompression bomb (gzip-compressed runs of zeros: a few KB
+// On the real broker: a decompression bomb (gzip-compressed runs of zeros: a few KB
 // on the broker, 16 MiB each decompressed) is refused before it is allocated, its records become
 // too_large dead letters that say why, the good records around it are applied, and the engine's
 // peak RSS stays bounded.

@@ -1,4 +1,4 @@
-// Issue 13, point 9: the watermark gauge was labelled partition="metrics/0", which no query could join
+// The watermark gauge was labelled partition="metrics/0", which no query could join
 // with the lag metrics' {topic, partition}. Now every watermark series has the labels of a lag series
 // of the same partition, so `consumer_lag_seconds * on (topic, partition) group_left watermark_seconds`
 // works; an unpartitioned source has an empty topic.

@@ -506,7 +506,7 @@ t.test('a postgres:// sink URL never shows its password in errors or the start-u
 
 t.test('unknownVariables: variables that look like options but are none, with the closest option', async (t) => {
   const found = (env: Record<string, string>, extra: string[] = []) => unknownVariables(env, extra);
-  t.same(found({ WORKER_THREAD: '2' }), [{ name: 'WORKER_THREAD', closest: 'WORKER_THREADS' }], 'the issue\'s WORKER_THREAD=2: one letter short');
+  t.same(found({ WORKER_THREAD: '2' }), [{ name: 'WORKER_THREAD', closest: 'WORKER_THREADS' }], 'WORKER_THREAD=2: one letter short');
   t.same(found({ KAFKA_TOPIC: 'm', WINDOW_SECOND: '10', SOUCRE: 'kafka', SINKS: 'stdout' }).map((f) => [f.name, f.closest]), [
     ['KAFKA_TOPIC', 'KAFKA_TOPICS'],
     ['SINKS', 'SINK'],

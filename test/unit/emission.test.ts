@@ -1,4 +1,4 @@
-// Issue 11, item 6: closed windows leave in bounded chunks; a sink that needs one write per emission
+// Closed windows leave in bounded chunks; a sink that needs one write per emission
 // still gets one batch, formatted chunk by chunk, that reads back exactly as one formatted whole.
 import t from 'tap';
 import { emptyMoments, mergeMoments } from '../../src/core/stats.js';

@@ -1,4 +1,4 @@
-// Issue 11, item 6: a window close over many series reaches the sink in bounded chunks, the event loop
+// A window close over many series reaches the sink in bounded chunks, the event loop
 // runs between them, and only the last chunk carries the commit point (an exactly-once sink stores
 // rows and point together: a crash between chunks replays the window from the previous point). A
 // sink that needs one write per emission (wholeEmissions: exactly-once Kafka) gets one write.

@@ -1,4 +1,4 @@
-// Element-level resynchronisation in top-level JSON arrays (issue 11, item 5): a broken element costs
+// Element-level resynchronisation in top-level JSON arrays: a broken element costs
 // that element only, whatever the chunking, and the next element boundary is found again.
 import t from 'tap';
 import { MAX_DEPTH, JsonSplitter } from '../../src/sources/splitter.js';

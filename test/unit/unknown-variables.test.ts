@@ -21,6 +21,7 @@ function osa(a: string, b: string): number {
 t.test('the closest option and who is reported, as a comparison with every option gives', async (t) => {
   const rng = new Rng(11);
   const names: string[] = OPTIONS.map((o) => o.env);
+  const heads = new Set(names.map((n) => n.split('_')[0]!));
   const prefixes = [...new Set(names.map((n) => n.split('_')[0]!))].filter((p) => names.filter((n) => n.startsWith(`${p}_`)).length >= 2).map((p) => `${p}_`);
   let checked = 0;
   for (let round = 0; round < 200; round++) {
@@ -35,7 +36,7 @@ t.test('the closest option and who is reported, as a comparison with every optio
         case 2: n = n.slice(0, p) + c + n.slice(p + 1); break;
         case 3: n = `${n.slice(0, p)}${c}${c}${n.slice(p + 2)}`; break;
         case 4: n = n.slice(0, p) + (n[p + 1] ?? '') + (n[p] ?? '') + n.slice(p + 2); break;
-        default: n = ['PATH', 'LINK', 'SINKS', 'FOO_BAR', 'MAX_X', 'GEN', 'KAFKA_BROKER', 'WORKER_THREAD', 'A'][rng.below(9)]!;
+        default: n = ['PATH', 'LINK', 'SINKS', 'FOO_BAR', 'MAX_X', 'GEN', 'KAFKA_BROKER', 'WORKER_THREAD', 'A', 'WINDOW_SECS', 'WINDOW_SIZE', 'SINK_URL'][rng.below(12)]!;
       }
       env[n] = 'v';
     }
@@ -51,11 +52,21 @@ t.test('the closest option and who is reported, as a comparison with every optio
         const d = osa(name, o);
         if (d < best) [best, closest] = [d, o];
       }
-      if (best <= (name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0) || prefixes.some((p) => name.startsWith(p))) want.push({ name, closest });
+      const head = name.indexOf('_') > 0 && heads.has(name.slice(0, name.indexOf('_')));
+      const reach = Math.max(name.length >= 8 ? 2 : name.length >= 5 ? 1 : 0, head ? Math.floor(name.length / 3) : 0);
+      if (best <= reach || prefixes.some((p) => name.startsWith(p))) want.push({ name, closest });
     }
     want.sort((a, b) => a.name.localeCompare(b.name));
     t.same(unknownVariables(env), want, `round ${round}`);
     checked += Object.keys(env).length;
   }
   t.ok(checked > 3000, `${checked} variables checked`);
+});
+
+t.test('an abbreviated option (WINDOW_SECS) is reported with the option it abbreviates; unrelated names are not', async (t) => {
+  const found = unknownVariables({ WINDOW_SECS: '60', WORKER_THRDS: '2', HOME: '/root', WINDOWID: '1', DISPLAY: ':0' });
+  t.same(found, [
+    { name: 'WINDOW_SECS', closest: 'WINDOW_SECONDS' },
+    { name: 'WORKER_THRDS', closest: 'WORKER_THREADS' },
+  ]);
 });

@@ -1,4 +1,4 @@
-// The watermark rule (issue 11, item 2): one outlier far ahead of the stream cannot drag the watermark
+// The watermark rule: one outlier far ahead of the stream cannot drag the watermark
 // forward and make in-order records late, while a genuine jump of the whole stream is followed once
 // WATERMARK_CONFIRM_RECORDS records confirm it. Through the real decoder and the real window store.
 import fc from 'fast-check';

@@ -2,7 +2,7 @@
 // turns every record's offset and timestamp into a 64-bit BigInt and back: per record it parses the
 // batch's first offset and timestamp from strings, adds, prints the sums, reads the timestamp delta
 // as a BigInt in a loop, makes a sub-decoder and a buffer view of the record and folds headers with
-// object spreads. That was 1.6-2.4 us of the main thread's ~6 us per message (issue 14). Here the
+// object spreads. That was 1.6-2.4 us of the main thread's ~6 us per message (profiled on kafkajs 2.2.4). Here the
 // same messages (same fields, same strings) come from number arithmetic on the record set:
 // - only uncompressed, non-control record batches (v2) whose first offset and timestamp are safe
 //   integers take the fast path; every other batch goes to kafkajs's own decoder, unchanged (the
