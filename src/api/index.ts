@@ -10,14 +10,22 @@
 //   ...; optional q filters; limit (default 100, Ceilometer's default_api_return_limit).
 // - GET /v2/meters/{name}/statistics: q.field/q.op/q.value (q.type optional) triples paired by
 //   position; q.op may be left out altogether (all eq). Fields: `timestamp`, `topic` and `partition`
-//   (the stored columns), any other name is a dimension (groupby ->> name).
+//   (the stored columns), `search_offset` (minutes that widen the timestamp bounds, as Ceilometer),
+//   Ceilometer's aliases `resource`, `user`, `project` (= resource_id, user_id, project_id); any
+//   other name is a dimension (groupby ->> name). When an answer is empty, a dimension that no stored
+//   row of the meter has is a 400 (Ceilometer: "unrecognized field in query"), not []. metadata.KEY
+//   is the dimension resource_metadata.KEY, stored for the keys CEILOMETER_METADATA names; another
+//   key (filter or groupby) is a 400 that says so.
 // - timestamp selects whole stored windows [period_start, period_end): ge T: period_start >= T;
 //   gt T: period_start > T; lt T and le T: period_end <= T (the window lies within the bound).
-//   eq and ne are refused on timestamp. ISO 8601; no offset means UTC.
+//   eq and ne are refused on timestamp. ISO 8601; no offset means UTC; q.type is ignored there
+//   (datetime and boolean included, as Ceilometer ignores it). Every statistics answer says so in
+//   x-streamstats-timestamp-bounds: whole-windows.
 // - Dimensions compare as text, bytewise (q.type integer/float compares numerically). A row without
 //   the dimension: ne includes it, every other op excludes it. partition compares as an integer.
-// - period: seconds, a positive multiple of the stored window, at most 100 years. Buckets are aligned
-//   to the epoch (not to the query's start as in Ceilometer): every stored window falls in exactly one
+// - period: seconds, a positive multiple of the stored window, at most 100 years; 0 is no period (as
+//   Ceilometer). Buckets are aligned to the epoch (not to the query's start as in Ceilometer; stated in
+//   x-streamstats-period-alignment: epoch): every stored window falls in exactly one
 //   bucket, and a bucket's numbers do not depend on the query's range. period_start/period_end are the
 //   bucket's. Without period (as Ceilometer): one result per group, period 0, period_start/period_end
 //   = duration_start/duration_end (the first and last sample times).
@@ -36,15 +44,24 @@
 //   float8 arithmetic overflows on stored values runs again in numeric; a sum beyond float8 is null.
 // - Every parameter is range-checked before SQL (params.ts LIMITS); q.type integer/float compares the
 //   stored text as numeric behind an ASCII number pattern, so no stored value can fail the cast.
+// - Numbers as Ceilometer types them: avg, sum, min, max, duration and aggregate values are JSON
+//   floats (5.0 for a whole number), count and period integers.
+// - GET /v2/resources[/{id}]: one Resource per stored resource_id (its latest row's project, user and
+//   source, first and last sample times, links to itself and its meters; metadata {}); an unknown or
+//   foreign id is a 404. GET /v2/capabilities: Ceilometer's capability names, true where answered.
+// - Raw samples (GET /v2/meters/{name}, /v2/samples[/{id}], /v2/query/samples) are not stored: 501
+//   with the reason, never a 404 (openstack4j reads a 404 as an empty list).
 // - Unknown meter: 200 with [] (as Ceilometer). Other paths under /v2: 404. Not GET/HEAD: 405.
-//   A query that is not allowed: 400 {"error": "...", "error_message": {"faultstring": "...", ...}}
+//   A query that is not allowed: 400 {"error_message": {"faultcode": "Client", "faultstring": "...", "debuginfo": null}, "error": "..."}
 //   naming the parameter and what is allowed. The store down or a query past its timeout: 503.
 // - Timestamps in responses as Ceilometer (WSME) writes them: naive UTC ISO 8601, six fraction
 //   digits only when there is a fraction ("2020-02-11T12:00:00", "2020-02-11T12:00:00.250000").
 export { createStatisticsApi, type Routes, type StatisticsApiOptions } from './routes.js';
 export { loadTokens, parseTokens, requestToken, TokenFileError, TokenTable, type Scope } from './tokens.js';
 export { API_DEFAULTS, parseApiConfig, type ApiConfig } from './config.js';
-export { ceilometerTime, queryStatistics, statisticsSql, type Statistics } from './statistics.js';
+export { ceilometerTime, queryStatistics, statisticsJson, statisticsSql, type Statistics } from './statistics.js';
 export { listMeters, type Meter } from './meters.js';
+export { getResource, listResources, type Resource, type ResourcesParams } from './resources.js';
+export { CAPABILITIES, DIFFERENCE_HEADERS } from './routes.js';
 export { DEFAULT_MAX_RESULTS, TENANT_DIMENSION, type Queryable, type QueryOptions } from './sql.js';
-export { ApiError, parseMetersQuery, parseStatisticsQuery, type Aggregate, type MetersParams, type QueryFilter, type StatisticsParams } from './params.js';
+export { ApiError, parseMetersQuery, parseResourcesQuery, parseStatisticsQuery, type Aggregate, type MetersParams, type QueryFilter, type StatisticsParams } from './params.js';

@@ -1,12 +1,12 @@
 // GET /v2/meters: Ceilometer's Meter objects from the stored rows' dimensions.
 import { TABLES } from '../sinks/postgres/schema.js';
 import { LIMITS, checkFilters, type MetersParams } from './params.js';
-import { Binds, TENANT_DIMENSION, checkLimit, scoped, whereSql, type QueryOptions, type Queryable } from './sql.js';
+import { Binds, TENANT_DIMENSION, checkFieldsFound, checkLimit, scoped, whereSql, type QueryOptions, type Queryable } from './sql.js';
 
 /** Ceilometer's v2 Meter: one per meter name and resource, with what the stored dimensions hold. */
 export interface Meter {
   name: string;
-  /** gauge, delta or cumulative when a counter_type dimension says so; null otherwise (not stored). */
+  /** gauge, delta or cumulative: the counter_type dimension (FORMAT=ceilometer keeps it); null without one. */
   type: string | null;
   unit: string | null;
   resource_id: string | null;
@@ -43,6 +43,7 @@ export async function listMeters(db: Queryable, params: MetersParams = {}, opts:
     `SELECT * FROM (SELECT DISTINCT name, unit, ${cols} FROM ${TABLES.statistics} ${where}) m ORDER BY ${order} LIMIT ${limit}`,
     b.values,
   );
+  if (rows.length === 0) await checkFieldsFound(db, filters, undefined);
   return rows.map((r) => ({
     name: r.name,
     type: r.type,

@@ -1,7 +1,7 @@
 // The statistics API's parameters, in the query syntax of the OpenStack Ceilometer v2 API, parsed and
 // checked before any SQL is built. Every rejection is an ApiError (HTTP 400) whose message names the
 // parameter, the value and what is allowed.
-import { parseIsoTimestamp } from '../core/record.js';
+import { MAX_TIMESTAMP_MS, parseIsoTimestamp } from '../core/record.js';
 
 export class ApiError extends Error {
   constructor(
@@ -19,6 +19,27 @@ export type Op = (typeof OPS)[number];
 /** q.type: how a dimension value compares. '' (what python-ceilometerclient sends) is string. */
 export const Q_TYPES = ['', 'string', 'integer', 'float'] as const;
 export type QType = (typeof Q_TYPES)[number];
+/** Ceilometer's other q.types: on timestamp (and search_offset) the type is ignored, as Ceilometer ignores it. */
+const TIME_Q_TYPES: readonly string[] = [...Q_TYPES, 'datetime', 'boolean'];
+
+/**
+ * Ceilometer's names of the sample fields (SampleFilter's arguments), taken as the stored dimensions:
+ * q.field=resource is resource_id, as in Ceilometer's v2 query_to_kwargs.
+ */
+export const FIELD_ALIASES: Readonly<Record<string, string>> = { resource: 'resource_id', user: 'user_id', project: 'project_id' };
+
+/** Ceilometer's widening of the timestamp bounds, in minutes (q.field=search_offset). */
+export const SEARCH_OFFSET = 'search_offset';
+
+/**
+ * resource_metadata is stored only for the keys CEILOMETER_METADATA names, as the dimensions
+ * resource_metadata.KEY; Ceilometer's metadata.KEY filter names the same field. A key not kept is
+ * a 400 that says so (sql.ts, statistics.ts: when no stored row has it), never an empty answer.
+ */
+export function metadataField(field: string): boolean {
+  return field.startsWith('metadata.') || field.startsWith('resource_metadata.');
+}
+export const METADATA_REFUSED = 'resource_metadata is stored only for the keys CEILOMETER_METADATA names (as the dimensions resource_metadata.KEY), and no stored row has this one';
 
 export const AGGREGATE_FUNCS = ['avg', 'sum', 'min', 'max', 'count', 'stddev', 'cardinality', 'percentile'] as const;
 export type AggregateFunc = (typeof AGGREGATE_FUNCS)[number];
@@ -77,6 +98,7 @@ export const LIMITS = {
 
 const STATISTICS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'period', 'groupby', 'aggregate.func', 'aggregate.param', 'limit']);
 const METERS_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'limit', 'unique']);
+const RESOURCES_PARAMS = new Set(['q.field', 'q.op', 'q.value', 'q.type', 'limit', 'meter_links']);
 
 /** A parameter's value shown in an error: JSON-quoted, cut, so an answer never echoes a huge value. */
 export function shown(v: string): string {
@@ -136,6 +158,24 @@ export function parseMetersQuery(sp: URLSearchParams): MetersParams {
   return limit === undefined ? { q: parseQ(sp) } : { q: parseQ(sp), limit };
 }
 
+export interface ResourcesQuery {
+  q: QueryFilter[];
+  limit?: number;
+  meterLinks: boolean;
+}
+
+export function parseResourcesQuery(sp: URLSearchParams): ResourcesQuery {
+  checkKnown(sp, RESOURCES_PARAMS);
+  const links = sp.getAll('meter_links');
+  if (links.length > 1) throw new ApiError(400, `meter_links is given ${links.length} times: give it once`);
+  // Ceilometer's meter_links is an integer flag: 0 leaves the links to the meters out.
+  if (links.length === 1 && !/^\s*\d{1,9}\s*$/.test(links[0]!)) throw new ApiError(400, `meter_links=${shown(links[0]!)} is not valid: 0 (no links to meters) or 1 is allowed`);
+  const out: ResourcesQuery = { q: parseQ(sp), meterLinks: links.length === 0 || Number(links[0]) !== 0 };
+  const limit = parseLimit(sp);
+  if (limit !== undefined) out.limit = limit;
+  return out;
+}
+
 export function parseStatisticsQuery(meter: string, sp: URLSearchParams): StatisticsParams {
   checkKnown(sp, STATISTICS_PARAMS);
   const params: StatisticsParams = { meter, q: parseQ(sp), groupby: sp.getAll('groupby') };
@@ -146,8 +186,9 @@ export function parseStatisticsQuery(meter: string, sp: URLSearchParams): Statis
   if (periods.length === 1) {
     const text = periods[0]!;
     const n = /^\s*\d{1,15}(?:\.0*)?\s*$/.test(text) ? Number(text) : NaN;
-    if (!(n > 0 && n <= LIMITS.maxPeriodSeconds)) throw new ApiError(400, periodMessage(shown(text)));
-    params.period = n;
+    if (!(n >= 0 && n <= LIMITS.maxPeriodSeconds)) throw new ApiError(400, periodMessage(shown(text)));
+    // period=0 is Ceilometer's "no period": one result per group over the whole range.
+    if (n > 0) params.period = n;
   }
   const funcs = sp.getAll('aggregate.func');
   const fparams = sp.getAll('aggregate.param');
@@ -169,6 +210,8 @@ export interface CheckedFilter {
   /** 'timestamp': ms since the epoch; 'partition' and numeric q.type: a number; else the text. */
   value: string | number;
   numeric: boolean;
+  /** The q.field as given, when an alias named it (resource for resource_id): errors say what was asked. */
+  asked?: string;
 }
 
 export interface CheckedAggregate {
@@ -183,21 +226,36 @@ export interface CheckedAggregate {
 const TIMESTAMP_OPS: readonly Op[] = ['lt', 'le', 'ge', 'gt'];
 
 export function periodMessage(shownValue: string): string {
-  return `period=${shownValue} is not valid: a positive whole number of seconds up to ${LIMITS.maxPeriodSeconds} (100 years), a multiple of the stored window period`;
+  return `period=${shownValue} is not valid: a whole number of seconds up to ${LIMITS.maxPeriodSeconds} (100 years), a multiple of the stored window period (0 or none: no period)`;
 }
 
 export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilter[] {
   if ((q ?? []).length > LIMITS.maxFilters) throw new ApiError(400, `q.field is given ${q!.length} times: at most ${LIMITS.maxFilters} filters are allowed`);
-  return (q ?? []).map((f, i) => {
+  let offsetMs = 0;
+  const out = (q ?? []).map((f, i): CheckedFilter | null => {
     checkText(f.field, `q.field[${i}]`);
     checkText(f.value, `q.value[${i}]`);
+    const field = f.field.startsWith('metadata.') ? `resource_${f.field}` : (FIELD_ALIASES[f.field] ?? f.field);
     const where = `q.field[${i}]=${shown(f.field)}`;
-    if (f.field === '') throw new ApiError(400, `q.field[${i}] is empty: timestamp, topic, partition or a dimension name (project_id, resource_id, user_id, …) is allowed`);
-    const op = (f.op ?? 'eq') as Op;
-    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')}`);
+    if (field === '') throw new ApiError(400, `q.field[${i}] is empty: timestamp, topic, partition or a dimension name (project_id, resource_id, user_id, …) is allowed`);
+    // An empty q.op is eq, as in Ceilometer: python-ceilometerclient sends q.op= for a filter without one.
+    const op = (f.op === undefined || f.op === '' ? 'eq' : f.op) as Op;
+    if (!OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${shown(String(f.op))} is not valid: one of ${OPS.join(', ')} (empty: eq)`);
     const type = (f.type ?? '') as QType;
-    if (!Q_TYPES.includes(type)) throw new ApiError(400, `q.type[${i}]=${shown(String(f.type))} is not valid: one of string, integer, float (or empty)`);
-    if (f.field === 'timestamp') {
+    const timeField = field === 'timestamp' || field === SEARCH_OFFSET;
+    if (!(timeField ? TIME_Q_TYPES : Q_TYPES).includes(type)) {
+      throw new ApiError(400, `q.type[${i}]=${shown(String(f.type))} is not valid for ${where}: one of string, integer, float (or empty)${timeField ? ', datetime, boolean' : '; datetime and boolean only on timestamp, which is compared as a time whatever its type'}`);
+    }
+    if (field === SEARCH_OFFSET) {
+      // Ceilometer widens the timestamp bounds by this many minutes (ge/gt earlier, lt/le later).
+      const n = /^\s*\d{1,9}\s*$/.test(f.value) ? Number(f.value) : NaN;
+      if (op !== 'eq' || !(n >= 0 && n <= LIMITS.maxPeriodSeconds / 60)) {
+        throw new ApiError(400, `${where} with q.op=${JSON.stringify(op)} and q.value=${shown(f.value)} is not valid: q.op eq and a whole number of minutes from 0 to ${LIMITS.maxPeriodSeconds / 60} is allowed`);
+      }
+      offsetMs += n * 60_000;
+      return null;
+    }
+    if (field === 'timestamp') {
       if (!TIMESTAMP_OPS.includes(op)) throw new ApiError(400, `q.op[${i}]=${JSON.stringify(op)} is not valid for ${where}: one of ${TIMESTAMP_OPS.join(', ')}`);
       let ms: number;
       try {
@@ -205,20 +263,28 @@ export function checkFilters(q: readonly QueryFilter[] | undefined): CheckedFilt
       } catch (err) {
         throw new ApiError(400, `q.value[${i}]=${shown(f.value)} is not valid for ${where}: an ISO 8601 timestamp (UTC when it has no offset) is allowed (${(err as Error).message})`);
       }
-      return { field: f.field, op, value: ms, numeric: true };
+      return { field, op, value: ms, numeric: true };
     }
-    if (f.field === 'partition' || type === 'integer' || type === 'float') {
+    if (field === 'partition' || type === 'integer' || type === 'float') {
       const n = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/.test(f.value) ? Number(f.value) : NaN;
-      const integer = f.field === 'partition' || type === 'integer';
+      const integer = field === 'partition' || type === 'integer';
       // partition is an int4 column; other integers are compared exactly only within 2^53.
-      const [lo, hi] = f.field === 'partition' ? [LIMITS.minPartition, LIMITS.maxPartition] : [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
+      const [lo, hi] = field === 'partition' ? [LIMITS.minPartition, LIMITS.maxPartition] : [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
       if (!Number.isFinite(n) || (integer && !(Number.isInteger(n) && n >= lo && n <= hi))) {
         const allowed = integer ? `an integer from ${lo} to ${hi}` : 'a finite number (at most about 1.8e308)';
         throw new ApiError(400, `q.value[${i}]=${shown(f.value)} is not valid for ${where}: ${allowed} is allowed`);
       }
-      return { field: f.field, op, value: n, numeric: true };
+      return { field, op, value: n, numeric: true };
     }
-    return { field: f.field, op, value: f.value, numeric: false };
+    return field === f.field ? { field, op, value: f.value, numeric: false } : { field, op, value: f.value, numeric: false, asked: f.field };
+  });
+  const filters = out.filter((f): f is CheckedFilter => f !== null);
+  if (offsetMs === 0) return filters;
+  // Bounds move within the stored range (1970..9999): a wider bound than that selects the same windows.
+  return filters.map((f) => {
+    if (f.field !== 'timestamp') return f;
+    const ms = f.value as number;
+    return { ...f, value: f.op === 'ge' || f.op === 'gt' ? Math.max(0, ms - offsetMs) : Math.min(MAX_TIMESTAMP_MS, ms + offsetMs) };
   });
 }
 

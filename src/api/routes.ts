@@ -1,17 +1,21 @@
 // The statistics API over HTTP, shaped like the OpenStack Ceilometer v2 API:
 //   GET /v2/meters                          Meter objects; q filters, limit
 //   GET /v2/meters/{name}/statistics        q, period, groupby, aggregate.func/aggregate.param, limit
+//   GET /v2/resources, /v2/resources/{id}   Resource objects from the stored series; q, limit, meter_links
+//   GET /v2/capabilities                    what is answered, in Ceilometer's capability names
+//   /v2/meters/{name}, /v2/samples...       501: raw samples are not stored
 // Every request is authenticated first (src/api/tokens.ts), whatever its path, so an unauthenticated
-// caller learns nothing, not even which paths exist. Errors are JSON with both our "error" and
-// Ceilometer's "error_message" {faultstring, faultcode, debuginfo}, so either kind of client reads them.
+// caller learns nothing, not even which paths exist. Errors are JSON in Ceilometer's shape, first key
+// "error_message" {faultcode, faultstring, debuginfo: null}, then our plain "error" (the same text).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { Gate } from '../async/index.js';
 import { API_DEFAULTS } from './config.js';
-import { ApiError, parseMetersQuery, parseStatisticsQuery } from './params.js';
+import { ApiError, parseMetersQuery, parseResourcesQuery, parseStatisticsQuery } from './params.js';
 import { listMeters } from './meters.js';
+import { getResource, listResources } from './resources.js';
 import type { Queryable, QueryOptions } from './sql.js';
-import { queryStatistics } from './statistics.js';
+import { queryStatistics, statisticsJson } from './statistics.js';
 import { requestToken, type Scope, type TokenTable } from './tokens.js';
 
 export interface StatisticsApiOptions extends QueryOptions {
@@ -27,6 +31,38 @@ export interface StatisticsApiOptions extends QueryOptions {
 export type Routes = (req: IncomingMessage, res: ServerResponse) => void;
 
 const STATISTICS_PATH = /^\/v2\/meters\/([^/]+)\/statistics\/?$/;
+const RESOURCE_PATH = /^\/v2\/resources\/([^/]+)\/?$/;
+/** Ceilometer's raw-sample paths: GET /v2/meters/{name} (and POST), /v2/samples[/{id}], /v2/query/samples. */
+const SAMPLES_PATH = /^\/v2\/(?:meters\/[^/]+|samples(?:\/[^/]+)?|query\/samples)\/?$/;
+const SERVED = 'GET /v2/meters, /v2/meters/{name}/statistics, /v2/resources, /v2/resources/{id} and /v2/capabilities are served';
+
+/**
+ * The stored rows are windows, not samples, and the two differences that follow from it, on every
+ * statistics answer so that a client can tell (README: where streamstats differs from Ceilometer).
+ */
+export const DIFFERENCE_HEADERS: Readonly<Record<string, string>> = {
+  // Buckets start at multiples of period since 1970-01-01T00:00:00Z, not at the query's first timestamp.
+  'x-streamstats-period-alignment': 'epoch',
+  // A timestamp bound selects the stored windows wholly within it (ge/gt: window start, lt/le: window end).
+  'x-streamstats-timestamp-bounds': 'whole-windows',
+};
+
+const CAPABILITY_LIST = [
+  ['meters:query:simple', true], ['meters:query:metadata', false], ['meters:query:complex', false],
+  ['resources:query:simple', true], ['resources:query:metadata', false], ['resources:query:complex', false],
+  ['samples:query:simple', false], ['samples:query:metadata', false], ['samples:query:complex', false],
+  ['statistics:groupby', true], ['statistics:query:simple', true], ['statistics:query:metadata', false], ['statistics:query:complex', false],
+  ['statistics:aggregation:standard', true],
+  ...['max', 'min', 'sum', 'avg', 'count', 'stddev', 'cardinality', 'percentile'].map((f) => [`statistics:aggregation:selectable:${f}`, true] as const),
+  ['events:query:simple', false],
+] as const;
+
+/** GET /v2/capabilities, Ceilometer's shape: what this API answers, so a client can ask instead of guessing. */
+export const CAPABILITIES = {
+  api: Object.fromEntries(CAPABILITY_LIST),
+  storage: { 'storage:production_ready': true },
+  event_storage: { 'storage:production_ready': false },
+} as const;
 const ADMIN: Scope = { admin: true };
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -35,7 +71,9 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 
 function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const faultcode = status >= 500 ? 'Server' : 'Client';
-  send(res, status, { error: message, error_message: { faultstring: message, faultcode, debuginfo: null } }, headers);
+  // error_message first: python-ceilometerclient shows the faultstring of the body's first key (a body
+  // whose first key is a string shows only "Bad Request (HTTP 400)"); "error" stays for plain clients.
+  send(res, status, { error_message: { faultcode, faultstring: message, debuginfo: null }, error: message }, headers);
 }
 
 /** PostgreSQL errors that say the store is unavailable or slow, not that the query is wrong. */
@@ -95,9 +133,17 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
 
   async function handle(url: URL, req: IncomingMessage, res: ServerResponse, scope: Scope): Promise<void> {
     const path = url.pathname;
-    const known = path === '/v2/meters' || path === '/v2/meters/' || STATISTICS_PATH.test(path);
-    if (!known) {
-      sendError(res, 404, `no such resource ${JSON.stringify(path.slice(0, 200))}: GET /v2/meters and GET /v2/meters/{name}/statistics are served`);
+    const meters = path === '/v2/meters' || path === '/v2/meters/';
+    const stats = STATISTICS_PATH.exec(path);
+    const resource = RESOURCE_PATH.exec(path);
+    const resources = path === '/v2/resources' || path === '/v2/resources/';
+    const capabilities = path === '/v2/capabilities' || path === '/v2/capabilities/';
+    if (!meters && stats === null && resource === null && !resources && !capabilities) {
+      if (SAMPLES_PATH.test(path)) {
+        // Not a 404: openstack4j reads a 404 as an empty list, and an empty list of samples is a lie.
+        throw new ApiError(501, `${path.slice(0, 200)}: raw samples are not stored (they are merged into windows as they arrive), so they cannot be listed, read or posted here; ${SERVED}`);
+      }
+      sendError(res, 404, `no such resource ${JSON.stringify(path.slice(0, 200))}: ${SERVED}`);
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -105,20 +151,43 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       return;
     }
     const started = performance.now();
-    const m = STATISTICS_PATH.exec(path);
     const qopts: QueryOptions = { ...opts, scope };
-    if (m === null) {
+    if (meters) {
       send(res, 200, await listMeters(pool, parseMetersQuery(url.searchParams), qopts));
       return;
     }
-    let meter: string;
-    try {
-      meter = decodeURIComponent(m[1]!);
-    } catch {
-      throw new ApiError(400, `meter name ${JSON.stringify(m[1]!.slice(0, 200))} is not valid percent-encoding`);
+    if (capabilities) {
+      send(res, 200, CAPABILITIES);
+      return;
     }
-    const stats = await queryStatistics(pool, parseStatisticsQuery(meter, url.searchParams), qopts);
-    logger.debug({ meter, query: url.search, results: stats.length, ms: Math.round(performance.now() - started) }, 'statistics api: query');
-    send(res, 200, stats);
+    // Links as the client reached us (Ceilometer builds them from the request's application URL).
+    const base = `http://${req.headers.host ?? 'localhost'}`;
+    if (resources) {
+      const rq = parseResourcesQuery(url.searchParams);
+      send(res, 200, await listResources(pool, { ...rq }, base, qopts));
+      return;
+    }
+    if (resource !== null) {
+      checkNoParams(url.searchParams, '/v2/resources/{id}');
+      send(res, 200, await getResource(pool, decoded(resource[1]!, 'resource id'), base, qopts));
+      return;
+    }
+    const meter = decoded(stats![1]!, 'meter name');
+    const result = await queryStatistics(pool, parseStatisticsQuery(meter, url.searchParams), qopts);
+    logger.debug({ meter, query: url.search, results: result.length, ms: Math.round(performance.now() - started) }, 'statistics api: query');
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', ...DIFFERENCE_HEADERS }).end(`${statisticsJson(result)}\n`);
   }
+}
+
+function decoded(segment: string, what: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, `${what} ${JSON.stringify(segment.slice(0, 200))} is not valid percent-encoding`);
+  }
+}
+
+function checkNoParams(sp: URLSearchParams, path: string): void {
+  const first = sp.keys().next();
+  if (first.done !== true) throw new ApiError(400, `unknown parameter ${JSON.stringify(first.value.slice(0, 80))}: ${path} takes none`);
 }

@@ -7,6 +7,8 @@ import { rowSource } from './rollups.js';
 import {
   ApiError,
   LIMITS,
+  METADATA_REFUSED,
+  metadataField,
   checkAggregates,
   checkFilters,
   checkGroupby,
@@ -43,13 +45,40 @@ export function scoped(filters: CheckedFilter[], scope: Scope | undefined): Chec
   if (scope === undefined || scope.admin) return filters;
   for (const [i, f] of filters.entries()) {
     if (PROJECT_FIELDS.has(f.field) && String(f.value) !== scope.project) {
-      throw new ApiError(403, `q.field[${i}]=${JSON.stringify(f.field)}: this token may read project ${JSON.stringify(scope.project)} only`);
+      throw new ApiError(403, `q.field[${i}]=${JSON.stringify(f.asked ?? f.field)}: this token may read project ${JSON.stringify(scope.project)} only`);
     }
   }
   return [...filters, { field: TENANT_DIMENSION, op: 'eq', value: scope.project, numeric: false }];
 }
 
 export const DEFAULT_MAX_RESULTS = 100_000;
+
+/** Fields that are columns or the scope, always known; every other field is a dimension. */
+const COLUMN_FIELDS: ReadonlySet<string> = new Set(['timestamp', 'topic', 'partition', TENANT_DIMENSION]);
+
+/**
+ * Ceilometer refuses a q.field it does not know (400, "unrecognized field in query"); here the fields
+ * are the stored dimensions, so a misspelled one would silently answer nothing. Run when an answer is
+ * empty: a dimension that no stored row of the meter (of any meter without one) in the caller's scope
+ * has is a 400. A meter without any row in scope stays [] (Ceilometer's answer for an unknown meter).
+ */
+export async function checkFieldsFound(db: Queryable, filters: readonly CheckedFilter[], meter: string | undefined): Promise<void> {
+  const dims = [...new Set(filters.filter((f) => !COLUMN_FIELDS.has(f.field)).map((f) => f.field))];
+  if (dims.length === 0) return;
+  const b = new Binds();
+  const where = whereSql(filters.filter((f) => f.field === TENANT_DIMENSION), b, meter);
+  const base = `SELECT 1 FROM ${TABLES.statistics} ${where === '' ? 'WHERE true' : where}`;
+  const cols = dims.map((d, i) => `EXISTS (${base} AND groupby ? ${b.add(d, '::text')}) AS f${i}`);
+  const { rows } = await db.query<Record<string, boolean>>(`SELECT EXISTS (${base}) AS any, ${cols.join(', ')}`, b.values);
+  const found = rows[0];
+  if (found === undefined || found['any'] !== true) return;
+  const missing = dims.findIndex((_, i) => found[`f${i}`] !== true);
+  if (missing < 0) return;
+  const of = meter === undefined ? 'any meter' : `meter ${JSON.stringify(meter.slice(0, 200))}`;
+  const field = dims[missing]!;
+  const why = metadataField(field) ? METADATA_REFUSED : `no stored row of ${of} has that field (Ceilometer: unrecognized field in query)`;
+  throw new ApiError(400, `q.field=${JSON.stringify(field.slice(0, 200))} is not valid: ${why}; timestamp, search_offset, topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, source, counter_type, …) is allowed`);
+}
 
 const SQL_OPS = { lt: '<', le: '<=', eq: '=', ne: '<>', ge: '>=', gt: '>' } as const;
 // ASCII only: in a UTF-8 database \d and \s may match characters that numeric's input rejects, and then

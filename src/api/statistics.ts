@@ -18,9 +18,9 @@
 // meter are found through the hash index on streamstats_series.name (name = $1), then their rollups
 // and windows through the rollups' index and the primary key of streamstats_windows, (series,
 // period_start, ...): every timestamp bound is turned into a bound on period_start or the hour.
-import { ApiError, shown, type StatisticsParams } from './params.js';
+import { ApiError, METADATA_REFUSED, metadataField, shown, type StatisticsParams } from './params.js';
 import { percentile, queryWithSketches, sketchSql, sketchesByGroup } from './sketches.js';
-import { Binds, DEFAULT_MAX_RESULTS, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
+import { Binds, DEFAULT_MAX_RESULTS, checkFieldsFound, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
 import { TABLES } from '../sinks/postgres/schema.js';
 
 /**
@@ -113,6 +113,26 @@ export function ceilometerTime(ms: number): string {
   return frac === '000' ? iso.slice(0, 19) : `${iso.slice(0, 19)}.${frac}000`;
 }
 
+/** The fields Ceilometer's Statistics type declares float: a whole number is still written 5.0 there. */
+const FLOAT_FIELDS: ReadonlySet<string> = new Set(['avg', 'sum', 'min', 'max', 'duration']);
+// A marker no value can hold: stored text never contains U+0000 (refused at intake and in queries).
+const WHOLE = '\u0000whole:';
+
+/**
+ * The JSON of statistics with Ceilometer's number types: avg, sum, min, max, duration and every
+ * "aggregate" value (a float dict in Ceilometer) as JSON floats ("5.0", not "5"), count and period as
+ * integers. Typed clients and Python's json then see the types Ceilometer sends.
+ */
+export function statisticsJson(stats: readonly Statistics[]): string {
+  const mark = (v: unknown): unknown => (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 1e21 ? `${WHOLE}${v}` : v);
+  const text = JSON.stringify(stats, (key, v: unknown) => {
+    if (FLOAT_FIELDS.has(key)) return mark(v);
+    if (key === 'aggregate' && typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, mark(x)]));
+    return v;
+  });
+  return text.replace(/"\\u0000whole:(-?\d+)"/g, '$1.0');
+}
+
 /**
  * Statistics of one meter, as GET /v2/meters/{name}/statistics answers them, without HTTP.
  * Throws ApiError (status 400) for a query that is not allowed.
@@ -146,6 +166,7 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
   if (bad !== undefined) {
     throw new ApiError(400, `period=${p.period} is not valid: a multiple of the stored window period (${bad.bad_w} s) is allowed`);
   }
+  if (rows.length === 0) await checkFieldsFound(db, p.filters, params.meter);
   await checkGroupbyFound(db, p, params.meter, rows);
   const keys = ['b', 'u', ...p.groupby.map((_, i) => `g${i}`)].filter((k) => k !== 'b' || p.period !== undefined);
   const sketch = sk === undefined || sketches === undefined ? undefined : sketchesByGroup(sketches, sk.keys);
@@ -199,7 +220,8 @@ async function checkGroupbyFound(db: Queryable, p: Plan, meter: string, rows: re
     const where = whereSql(p.filters, b, meter);
     const found = await db.query<{ found: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${TABLES.statistics} ${where} AND groupby ? ${b.add(g, '::text')}) AS found`, b.values);
     if (found.rows[0]?.found !== true) {
-      throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: no stored row of meter ${shown(meter)} that the query selects has that field; topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, …) is allowed`);
+      const why = metadataField(g) ? METADATA_REFUSED : `no stored row of meter ${shown(meter)} that the query selects has that field`;
+      throw new ApiError(400, `groupby[${i}]=${shown(g)} is not valid: ${why}; topic, partition or a dimension of the stored rows (resource_id, project_id, user_id, …) is allowed`);
     }
   }
 }

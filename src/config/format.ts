@@ -39,8 +39,23 @@ function parseDimensions(r: Reader): JsonMapping['dimensions'] {
   });
 }
 
+/** CEILOMETER_METADATA: resource_metadata keys (dotted paths into it) kept as dimensions resource_metadata.KEY. */
+function parseMetadata(r: Reader): Array<{ name: string; path: string[] }> {
+  const text = r.raw('CEILOMETER_METADATA');
+  if (text === '') return [];
+  const keys = text.split(',').map((k) => k.trim());
+  return keys.map((k, i) => {
+    if (k === '' || k.split('.').some((p) => p === '')) throw r.fail('CEILOMETER_METADATA', text, 'a comma list of resource_metadata keys or dotted paths (instance_type,flavor.name) is allowed');
+    if (keys.indexOf(k) !== i) throw r.fail('CEILOMETER_METADATA', text, `${JSON.stringify(k)} is given twice`);
+    return { name: `resource_metadata.${k}`, path: k.split('.') };
+  });
+}
+
 export function parseFormat(r: Reader): FormatSpec {
   const kind = r.get('FORMAT');
+  const metadata = parseMetadata(r);
+  if (metadata.length > 0 && kind !== 'ceilometer') throw r.fail('CEILOMETER_METADATA', r.raw('CEILOMETER_METADATA'), `it applies to FORMAT=ceilometer only (FORMAT is ${kind})`);
+  if (kind === 'ceilometer') return metadata.length > 0 ? { kind, metadata } : { kind };
   if (kind !== 'json') return { kind };
   const name = r.raw('JSON_NAME');
   if (name === '') throw r.fail('JSON_NAME', name, 'FORMAT=json needs a path of the meter name or =CONSTANT');

@@ -133,6 +133,7 @@ function checkConfiguredNames(c: Config, r: Reader): void {
     }
   };
   for (const g of c.groupBy ?? []) check('GROUP_BY', g, c.maxDimensionBytes, 'MAX_DIMENSION_BYTES');
+  if (c.format.kind === 'ceilometer') for (const k of c.format.metadata ?? []) check('CEILOMETER_METADATA', k.name, c.maxDimensionBytes, 'MAX_DIMENSION_BYTES');
   if (c.format.kind === 'json') {
     const m = c.format.mapping;
     for (const d of m.dimensions) check('JSON_DIMENSIONS', d.name, c.maxDimensionBytes, 'MAX_DIMENSION_BYTES');

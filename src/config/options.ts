@@ -59,6 +59,7 @@ export const OPTIONS = [
   { env: 'DEAD_LETTER_FILES', default: '5', group: 'io', ...int(1, 1000), help: 'DEAD_LETTER=file:PATH: files kept, PATH included; the oldest beyond is deleted (streamstats_dead_letter_deleted_bytes_total), so at most DEAD_LETTER_MAX_BYTES x this is on disk' },
   { env: 'DLQ_TOPIC', default: '', group: 'io', help: 'DEAD_LETTER=kafka: topic for rejected records (original key and value, reason in headers)' },
   { env: 'FORMAT', default: 'monasca', group: 'format', ...oneOf(['monasca', 'ceilometer', 'json']), help: 'the records\' JSON layout' },
+  { env: 'CEILOMETER_METADATA', default: '', group: 'format', help: 'FORMAT=ceilometer: comma list of resource_metadata keys (dotted paths) kept as dimensions resource_metadata.KEY, for metadata.KEY filters and groupby; empty = none (the fast path is off when set)' },
   { env: 'JSON_NAME', default: '', group: 'format', help: 'FORMAT=json: path of the meter name (a.b.c), or =CONSTANT' },
   { env: 'JSON_VALUE', default: '=1', group: 'format', help: 'FORMAT=json: path of the value, or =NUMBER (=1 counts events)' },
   { env: 'JSON_TIMESTAMP', default: 'timestamp', group: 'format', help: 'FORMAT=json: path of the event time (ms since epoch or ISO 8601)' },
@@ -111,7 +112,7 @@ export const OPTIONS = [
   { env: 'KAFKA_MAX_BYTES_PER_PARTITION', default: '1048576', group: 'kafka', ...int(1024, 256 * MIB), help: 'fetch size per partition' },
   { env: 'COMMIT_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'offsets are committed this often (and on rebalance and shutdown), never past an open window' },
   { env: 'IDLE_FLUSH_SECONDS', default: '30', group: 'kafka', ...num(0.1, 86400), help: 'a caught-up partition without records this long lets its watermark follow the wall clock' },
-  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics' },
+  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics between scrapes (a scrape of /metrics polls them too)' },
   { env: 'KAFKA_RETRY_MAX_SECONDS', default: '30', group: 'kafka', ...num(1, 3600), help: 'longest back-off between reconnection attempts when the brokers are unreachable' },
   // SOURCE=redis: text rows, checked by src/sources/redis/config.ts (its defaults constant and validator).
   { env: 'REDIS_URL', default: REDIS_DEFAULTS.url, group: 'redis', secret: { kind: 'url', at: 'redis.url' }, help: 'SOURCE=redis: redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS (ACL user and password)' },
@@ -133,7 +134,7 @@ export const OPTIONS = [
   { env: 'API_TOKENS_FILE', default: API_DEFAULTS.tokensFile, group: 'ops', secret: { kind: 'file', at: 'api.tokens' }, help: 'statistics API tokens, one a line: TOKEN admin | TOKEN project:ID (sent as X-Auth-Token or Authorization: Bearer); unset = API off unless API_AUTH=none' },
   { env: 'API_AUTH', default: API_DEFAULTS.auth, group: 'ops', ...oneOf(['token', 'none']), help: 'token (API_TOKENS_FILE) | none: serve the statistics API to anyone, every project (logged as a warning)' },
   { env: 'LOG_LEVEL', default: 'info', group: 'ops', ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), help: 'JSON logs on stderr from this level up' },
-  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA; auto = on when stderr is a TTY' },
+  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA (Kafka, Redis: rate, lag, lanes); auto = on when stderr is a TTY' },
   { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', ...num(1, 3600), help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },
 ] as const satisfies readonly OptionSpec[];
 

@@ -11,6 +11,7 @@ import t from 'tap';
 import type { Meter, Statistics } from '../../src/api/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { Pipeline } from '../../src/pipeline.js';
+import { loadCeilometer, type CeilometerSample } from '../fixtures/ceilometer/load.js';
 import { startApi, rowsOf, type RawSample } from '../fixtures/ceilometer/store.js';
 import { openSink, testSchema } from '../fixtures/pg.js';
 
@@ -133,6 +134,33 @@ t.test('tokens and project scopes', async (t) => {
     t.equal(res.status, 200);
     t.equal((res.body as Statistics[])[0]!.count, count(() => true));
   });
+});
+
+t.test('FORMAT=ceilometer: a project token reads the samples of its project_id', async (t) => {
+  const { url, pool } = await testSchema(t);
+  const raw: CeilometerSample[] = [];
+  for (let i = 0; i < 90; i++) {
+    const project = ['p1', 'p2', 'p1'][i % 3]!;
+    raw.push({
+      counter_name: 'cpu_util', counter_volume: i % 7, counter_unit: '%', counter_type: 'gauge', resource_id: `${project}-vm${i % 2}`,
+      project_id: project, user_id: 'u', source: 'openstack', timestamp: new Date(T0 + i * 20_000).toISOString().slice(0, 19),
+    });
+  }
+  await loadCeilometer(url, raw);
+  const api = await startApi(t, pool, TOKENS);
+  for (const [token, project] of [[P1, 'p1'], [P2, 'p2']] as const) {
+    const own = raw.filter((s) => s.project_id === project);
+    const res = await api.get('/v2/meters/cpu_util/statistics', token);
+    t.equal(res.status, 200);
+    const [stat] = res.body as Statistics[];
+    t.equal(stat?.count, own.length, `${project}: its samples counted`);
+    t.equal(stat?.sum, own.reduce((a, s) => a + s.counter_volume, 0), `${project}: their sum`);
+    const meters = (await api.get('/v2/meters', token)).body as Meter[];
+    t.same([...new Set(meters.map((m) => m.project_id))], [project], `${project}: /v2/meters lists its resources only`);
+    t.ok(meters.every((m) => m.type === 'gauge'), `${project}: the meter type is the samples' counter_type`);
+  }
+  const foreign = await api.get('/v2/meters/cpu_util/statistics?q.field=project_id&q.value=p2', P1);
+  t.equal(foreign.status, 403, 'naming another project_id is refused');
 });
 
 t.test('the pipeline serves the API on API_PORT only, never logs a token, warns for API_AUTH=none', async (t) => {

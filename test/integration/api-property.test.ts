@@ -136,7 +136,9 @@ t.test('no request gets a 5xx: a property over the query grammar, stored data wi
     fc.asyncProperty(path, fc.constantFrom(ADMIN, ADMIN, P1, null), fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'POST'), async (p, token, method) => {
       const res = await api.get(p, token, { method });
       seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
-      if (res.status >= 500) throw new Error(`${method} ${p} (token ${token === null ? 'none' : token === ADMIN ? 'admin' : 'p1'}): ${res.status} ${JSON.stringify(res.body)}`);
+      // 501 is the answer for raw samples (GET /v2/meters/{name}), which are not stored: deliberate, with a reason.
+      const samplesPath = res.status === 501 && (method === 'HEAD' || /raw samples are not stored/.test(String((res.body as { error?: unknown }).error)));
+      if (res.status >= 500 && !samplesPath) throw new Error(`${method} ${p} (token ${token === null ? 'none' : token === ADMIN ? 'admin' : 'p1'}): ${res.status} ${JSON.stringify(res.body)}`);
       if (token === null && res.status !== 401) throw new Error(`${p}: ${res.status} without a token`);
       if (res.status === 200 && method === 'GET' && !Array.isArray(res.body)) throw new Error(`${p}: 200 without a JSON array`);
       if (res.status >= 400 && method === 'GET' && typeof (res.body as { error?: unknown }).error !== 'string') throw new Error(`${p}: ${res.status} without an error message`);
@@ -148,7 +150,7 @@ t.test('no request gets a 5xx: a property over the query grammar, stored data wi
   t.ok((seen.get(200) ?? 0) > 20, 'many queries reach the database and answer 200');
   t.ok((seen.get(400) ?? 0) > 20, 'many are refused with a 400');
   t.ok((seen.get(401) ?? 0) > 20, 'requests without a token: 401');
-  t.notOk([...seen.keys()].some((s) => s >= 500), 'no 5xx');
+  t.notOk([...seen.keys()].some((s) => s >= 500 && s !== 501), 'no 5xx but the 501 of raw samples');
 });
 
 t.test('a store that cannot be reached: 503 that says so, not a 500', async (t) => {
@@ -175,7 +177,7 @@ t.test('queries that once answered 500 are 400s or answers', async (t) => {
   const api = await startApi(t, pool, TOKENS);
   const get = (p: string) => api.get(p, ADMIN);
   const cases: Array<[string, string, RegExp]> = [
-    ['period 6e14 (bigint overflow, invalid time)', '/v2/meters/cpu/statistics?period=600000000000000', /^period="600000000000000" is not valid: a positive whole number of seconds up to 3155760000 \(100 years\)/],
+    ['period 6e14 (bigint overflow, invalid time)', '/v2/meters/cpu/statistics?period=600000000000000', /^period="600000000000000" is not valid: a whole number of seconds up to 3155760000 \(100 years\)/],
     ['period 1e20', '/v2/meters/cpu/statistics?period=99999999999999999999', /^period="9999999999999999999\d*" is not valid/],
     ['partition 99999999999 (int4 cast)', '/v2/meters/cpu/statistics?q.field=partition&q.value=99999999999', /^q\.value\[0\]="99999999999" is not valid for q\.field\[0\]="partition": an integer from -2147483648 to 2147483647 is allowed$/],
     ['partition 1e308', '/v2/meters/cpu/statistics?q.field=partition&q.value=1e308', /an integer from -2147483648 to 2147483647/],

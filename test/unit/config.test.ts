@@ -139,6 +139,12 @@ t.test('valid non-default values', async (t) => {
   t.equal(parseConfig({ WORKER_THREADS: '5' }, CPUS).poolQueue, 11, 'POOL_QUEUE auto follows WORKER_THREADS');
   t.equal(parseConfig({ BATCH_MAX_BYTES: '65536', MAX_MESSAGE_BYTES: '65536' }, CPUS).batchMaxBytes, 65536, 'BATCH_MAX_BYTES = MAX_MESSAGE_BYTES is enough');
 
+  t.same(parseConfig({ FORMAT: 'ceilometer', CEILOMETER_METADATA: 'instance_type, flavor.name' }, CPUS).format, {
+    kind: 'ceilometer',
+    metadata: [{ name: 'resource_metadata.instance_type', path: ['instance_type'] }, { name: 'resource_metadata.flavor.name', path: ['flavor', 'name'] }],
+  }, 'CEILOMETER_METADATA: kept keys and their dimension names');
+  t.same(parseConfig({ FORMAT: 'ceilometer' }, CPUS).format, { kind: 'ceilometer' });
+
   const j = parseConfig(
     {
       FORMAT: 'json',
@@ -247,6 +253,11 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ FORMAT: 'json', JSON_NAME: 'n', JSON_UNIT: '=' }, 'JSON_UNIT', '=', /non-empty constant/],
     [{ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: '=x' }, 'JSON_DIMENSIONS', '=x', /NAME=PATH.*empty name/],
     [{ FORMAT: 'json', JSON_NAME: 'n', JSON_DIMENSIONS: 'a,,b' }, 'JSON_DIMENSIONS', 'a,,b', /NAME=PATH/],
+    [{ FORMAT: 'ceilometer', CEILOMETER_METADATA: 'a,,b' }, 'CEILOMETER_METADATA', 'a,,b', /comma list of resource_metadata keys or dotted paths/],
+    [{ FORMAT: 'ceilometer', CEILOMETER_METADATA: 'flavor.' }, 'CEILOMETER_METADATA', 'flavor.', /comma list of resource_metadata keys or dotted paths/],
+    [{ FORMAT: 'ceilometer', CEILOMETER_METADATA: 'a,a' }, 'CEILOMETER_METADATA', 'a,a', /"a" is given twice/],
+    [{ CEILOMETER_METADATA: 'instance_type' }, 'CEILOMETER_METADATA', 'instance_type', /applies to FORMAT=ceilometer only \(FORMAT is monasca\)/],
+    [{ FORMAT: 'ceilometer', CEILOMETER_METADATA: 'instance_type', MAX_DIMENSION_BYTES: '8' }, 'CEILOMETER_METADATA', 'instance_type', /MAX_DIMENSION_BYTES=8.*"resource_metadata\.instance_type" is 31/],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL', 'loud', /fatal, error, warn, info, debug, trace, silent/],
     [{ PROGRESS: 'maybe' }, 'PROGRESS', 'maybe', /auto, on, off/],
     [{ BATCH_MAX_BYTES: '1024' }, 'BATCH_MAX_BYTES', '1024', /at least MAX_MESSAGE_BYTES \(1048576\)/],

@@ -233,6 +233,8 @@ t.test('ceilometer: valid samples and timestamps', async (t) => {
   t.equal(c.id.name, 'cpu_util');
   t.equal(c.id.unit, '%');
   t.same(c.id.groupby, [
+    ['_tenant_id', 'p-1'],
+    ['counter_type', 'gauge'],
     ['project_id', 'p-1'],
     ['resource_id', 'r-1'],
     ['source', 'openstack'],
@@ -262,11 +264,26 @@ t.test('ceilometer: valid samples and timestamps', async (t) => {
   const noUnit = accept(t, CEILOMETER, msg(without(ceilo({ counter_unit: undefined, user_id: null }), 'source')), 'no unit, null user');
   t.equal(noUnit.id.unit, null);
   t.same(noUnit.id.groupby, [
+    ['_tenant_id', 'p-1'],
+    ['counter_type', 'gauge'],
     ['project_id', 'p-1'],
     ['resource_id', 'r-1'],
   ], 'null and absent dimension fields are left out');
   const nullUnit = accept(t, CEILOMETER, msg(ceilo({ counter_unit: null })), 'null unit');
   t.equal(nullUnit.id.unit, null);
+});
+
+t.test('ceilometer: CEILOMETER_METADATA keeps resource_metadata keys as dimensions', async (t) => {
+  const kept = settings({ format: { kind: 'ceilometer', metadata: [{ name: 'resource_metadata.host', path: ['host'] }, { name: 'resource_metadata.flavor.id', path: ['flavor', 'id'] }, { name: 'resource_metadata.zone', path: ['zone'] }] } });
+  const c = accept(t, kept, msg(ceilo()), 'with metadata');
+  t.same(c.id.groupby.filter(([k]) => k.startsWith('resource_metadata.')), [
+    ['resource_metadata.flavor.id', 'm1'],
+    ['resource_metadata.host', 'compute-1'],
+  ], 'the named keys, dotted paths included; an absent key adds nothing');
+  const odd = accept(t, kept, msg(ceilo({ resource_metadata: { host: { name: 'x' }, flavor: 'm1', zone: 3 } })), 'objects and non-objects on the path');
+  t.same(odd.id.groupby.filter(([k]) => k.startsWith('resource_metadata.')), [['resource_metadata.zone', '3']], 'only scalar values are kept; the sample is not refused');
+  const none = accept(t, kept, msg(without(ceilo(), 'resource_metadata')), 'no resource_metadata');
+  t.notOk(none.id.groupby.some(([k]) => k.startsWith('resource_metadata.')));
 });
 
 t.test('json format: mapped fields', async (t) => {

@@ -93,8 +93,11 @@ t.test('decoders: every generated valid record round-trips to the same name, val
       if (v !== null && v !== undefined) {
         o.push(`${JSON.stringify(f)}:${JSON.stringify(v)}`);
         pairs.push([f, v]);
+        // The sample's project is its tenant: the statistics API scopes project tokens by _tenant_id.
+        if (f === 'project_id') pairs.push(['_tenant_id', v]);
       }
     });
+    pairs.push(['counter_type', 'gauge']);
     return roundTrips(ceilometer, `{${o.join(',')}}`, name, value, ms, unit, sortedDedup(pairs));
   }));
 

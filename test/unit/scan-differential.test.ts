@@ -118,7 +118,7 @@ function ceilometer(g: Gen): string {
   for (const f of ['resource_id', 'project_id', 'user_id', 'source']) {
     if (g.chance(0.9)) m.push([q(f), g.pick(DIM_VALUES.slice(0, g.chance(0.9) ? 3 : DIM_VALUES.length))]);
   }
-  if (g.chance(0.5)) m.push([q('counter_type'), q('gauge')]);
+  if (g.chance(0.5)) m.push([q('counter_type'), g.pick([q('gauge'), q('delta'), 'null'])]);
   if (g.chance(0.5)) m.push([q('resource_metadata'), extra(g)]);
   if (g.chance(0.03)) m.push(g.pick([[q('counter_name'), q('mem')], [q('counter_volume'), '3'], [q('resource_id'), q('z')], [q('timestamp'), q('2024-01-01T00:00:01')]]) as [string, string]);
   if (g.chance(0.05)) m.push([q('__proto__'), '{"counter_name":"p"}']);

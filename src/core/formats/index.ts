@@ -6,6 +6,8 @@ import { extractMonasca } from './monasca.js';
 
 export type { FieldRef, FormatSpec, JsonMapping } from './spec.js';
 
+const NO_METADATA: readonly [] = [];
+
 export type Extractor = (obj: Record<string, unknown>, out: SampleRecord) => void;
 
 export function extractorFor(spec: FormatSpec, limits: FieldLimits): Extractor {
@@ -13,7 +15,7 @@ export function extractorFor(spec: FormatSpec, limits: FieldLimits): Extractor {
     case 'monasca':
       return (obj, out) => extractMonasca(obj, out, limits);
     case 'ceilometer':
-      return (obj, out) => extractCeilometer(obj, out, limits);
+      return (obj, out) => extractCeilometer(obj, out, limits, spec.metadata ?? NO_METADATA);
     case 'json':
       return (obj, out) => extractJson(obj, out, spec.mapping, limits);
   }

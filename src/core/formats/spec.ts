@@ -15,5 +15,6 @@ export interface JsonMapping {
 
 export type FormatSpec =
   | { readonly kind: 'monasca' }
-  | { readonly kind: 'ceilometer' }
+  /** metadata: resource_metadata keys (CEILOMETER_METADATA) kept as the dimensions resource_metadata.KEY. */
+  | { readonly kind: 'ceilometer'; readonly metadata?: ReadonlyArray<{ readonly name: string; readonly path: readonly string[] }> }
   | { readonly kind: 'json'; readonly mapping: JsonMapping };

@@ -138,10 +138,13 @@ function readMeta(s: JsonScanner, p: number, spans: Int32Array): number {
 const COUNTER_NAME = bytes('counter_name');
 const COUNTER_VOLUME = bytes('counter_volume');
 const COUNTER_UNIT = bytes('counter_unit');
-const DIMENSION_KEYS = [bytes('resource_id'), bytes('project_id'), bytes('user_id'), bytes('source')];
+const DIMENSION_KEYS = [bytes('resource_id'), bytes('project_id'), bytes('user_id'), bytes('source'), bytes('counter_type')];
 
-/** Ceilometer signature fields: counter_name, counter_unit, resource_id, project_id, user_id, source (all short: no hint). */
-export const CEILOMETER_FIELDS = 6;
+/**
+ * Ceilometer signature fields: counter_name, counter_unit, resource_id, project_id, user_id, source,
+ * counter_type (all short: no hint). The _tenant_id the slow path adds is project_id's text again.
+ */
+export const CEILOMETER_FIELDS = 7;
 
 export const readCeilometer: FormatReader = (s, p, out) => {
   const buf = s.buf;

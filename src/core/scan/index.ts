@@ -72,7 +72,8 @@ export class FastPath implements ScanOut {
       case 'monasca':
         return new FastPath(readMonasca, MONASCA_FIELDS, MONASCA_HINT_FIELD, lim);
       case 'ceilometer':
-        return new FastPath(readCeilometer, CEILOMETER_FIELDS, -1, lim);
+        // Kept metadata keys decide the series too, and the signature does not read resource_metadata.
+        return (format.metadata ?? []).length > 0 ? null : new FastPath(readCeilometer, CEILOMETER_FIELDS, -1, lim);
       default:
         return null;
     }
