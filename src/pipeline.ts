@@ -129,8 +129,10 @@ export class Pipeline {
       },
     });
     metrics.poolThreads.set(config.workerThreads);
-    // Before anything loads kafkajs (the sink and the dead-letter output may): the Kafka source's
-    // replacements for parts of kafkajs's consumer must be in its module cache first (preload.ts).
+    // Before anything loads kafkajs (the sink and the dead-letter output may): our replacements for
+    // parts of kafkajs's producer and, for a Kafka source, its consumer must be in its module cache
+    // first (src/kafka/preload.ts, src/sources/kafka/preload.ts).
+    await import('./kafka/preload.js');
     if (config.source.kind === 'kafka') await import('./sources/kafka/preload.js');
     const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
     const deadLetter = await openDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
