@@ -39,3 +39,20 @@ export function isConcurrentTransactions(err: unknown): boolean {
   const x = err as ErrorLike | null;
   return x !== null && typeof x === 'object' && (x.type === 'CONCURRENT_TRANSACTIONS' || x.code === 51);
 }
+
+/**
+ * A hint for a session that never reached a broker's Kafka protocol: the address took the TCP
+ * connection, then closed it or never answered ApiVersions (the first request of every connection).
+ * That is what another service on the port does (PostgreSQL closes, Redis stays silent), or a TLS
+ * listener spoken to in plain text and the other way round. Null for anything else, such as a refused
+ * connection (nothing listening: the ordinary outage) or a broker's own error.
+ */
+export function notKafkaHint(err: unknown, brokers: readonly string[], ssl: boolean): string | null {
+  // A reset on read, unlike a refused connect, means the connection had been taken.
+  const closed = inCauses(err, (x) => (x as { name?: unknown }).name === 'KafkaJSConnectionClosedError' || /^Closed connection|read ECONNRESET/.test(String((x as { message?: unknown }).message ?? '')));
+  const silent = inCauses(err, (x) => /Request ApiVersions\(.*\) timed out/.test(String((x as { message?: unknown }).message ?? '')));
+  if (closed === null && silent === null) return null;
+  const what = closed !== null ? 'closed the connection' : 'did not answer';
+  return `${brokers.join(',')} accepted a connection but ${what} before any Kafka answer: KAFKA_BROKERS may name another service's port rather than a Kafka listener, ` +
+    (ssl ? 'or a plaintext listener (KAFKA_SSL=true speaks TLS)' : 'or a TLS listener (set KAFKA_SSL=true)');
+}

@@ -19,6 +19,7 @@ import type { KafkaConfig } from '../../config/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PositionStore } from '../../commit/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
+import { notKafkaHint } from '../../kafka/errors.js';
 import { registerCodecs } from '../../kafka/codecs.js';
 import { Assignment, byTopic, tpKey, type TopicPartition } from './assignment.js';
 import { Committer } from './commits.js';
@@ -95,6 +96,8 @@ export class KafkaSource {
   readonly #lag: Lag;
   readonly #committer: Committer;
   readonly #supervisor: Supervisor;
+  /** Whether a session ever joined the group: failures before that may be a wrong address. */
+  #everJoined = false;
   /** Batch buffers the lane host gave back (Batch.release), for the next fetches' batches. */
   readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
@@ -139,7 +142,12 @@ export class KafkaSource {
       stop: this.#stop,
       baseDelayMs: Math.min(1000, kafka.retryMaxMs),
       maxDelayMs: kafka.retryMaxMs,
-      onFailure: (err) => logger.error({ err, brokers: kafka.brokers }, 'kafka: session failed (brokers unreachable or consumer crashed); reconnecting'),
+      onFailure: (err) => {
+        // Before any join, a connection closed or left unanswered says more about the address than
+        // about an outage: say so, or the line repeats with no clue for as long as it runs.
+        const hint = this.#everJoined ? null : notKafkaHint(err, kafka.brokers, kafka.ssl !== null);
+        logger.error({ err, brokers: kafka.brokers, ...(hint === null ? {} : { hint }) }, `kafka: session failed (brokers unreachable or consumer crashed); reconnecting${hint === null ? '' : `; hint: ${hint}`}`);
+      },
       onBackoff: (attempt, delayMs) => {
         metrics.kafkaReconnects.inc();
         logger.warn({ attempt, delayMs: Math.round(delayMs) }, 'kafka: reconnecting after back-off (sooner if a broker answers again)');
@@ -243,6 +251,7 @@ export class KafkaSource {
     const { metrics, logger, lanes, kafka } = this.#o;
     metrics.rebalances.inc();
     this.#supervisor.joined();
+    this.#everJoined = true;
     // An emission of the previous generation may still be writing to the sink: the restore must read
     // positions after it, or it would resume from before rows that are already out (and, with the
     // exactly-once sink, fence our own transaction in flight).
