@@ -58,7 +58,7 @@
 //   digits only when there is a fraction ("2020-02-11T12:00:00", "2020-02-11T12:00:00.250000").
 export { createStatisticsApi, type Routes, type StatisticsApiOptions } from './routes.js';
 export { loadTokens, parseTokens, requestToken, TokenFileError, TokenTable, type Scope } from './tokens.js';
-export { API_DEFAULTS, parseApiConfig, type ApiConfig } from './config.js';
+export { API_DEFAULTS, parseApiConfig, type ApiConfig, type ApiLimits } from './config.js';
 export { ceilometerTime, queryStatistics, statisticsJson, statisticsSql, type Statistics } from './statistics.js';
 export { listMeters, type Meter } from './meters.js';
 export { getResource, listResources, type Resource, type ResourcesParams } from './resources.js';

@@ -19,7 +19,7 @@ t.test('the API is off unless asked for; on, it binds 127.0.0.1:8777', async (t)
   t.match(off, { reason: /API_TOKENS_FILE.*API_AUTH=none/ }, 'the reason says how to turn it on');
   t.equal(parseConfig({}, CPUS).api.enabled, false, 'off with the default stdout sink too');
   const open = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS).api;
-  t.same(open, { enabled: true, host: '127.0.0.1', port: 8777, tokens: null });
+  t.match(open, { enabled: true, host: '127.0.0.1', port: 8777, tokens: null, limits: { connections: 4, tokenQueries: 2, tokenWaiting: 8, maxWaiting: 64, maxResults: 100_000, sendTimeoutSeconds: 10 } });
   const noAuth = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS);
   t.same(configSecrets(noAuth), [], 'API_AUTH=none makes no word a secret for the log redaction');
   t.match(redactedConfig(noAuth), { api: { tokens: null } });
