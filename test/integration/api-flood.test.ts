@@ -34,14 +34,14 @@ function samples(): RawSample[] {
 }
 
 /** A request whose answer is never read: the socket is paused at its first bytes (the answer has begun). */
-function stuck(port: number, path: string, token: string): { socket: Socket; begun: Promise<void> } {
+function stuck(port: number, path: string, token: string): { socket: Socket; begun: Promise<string> } {
   const socket = connect(port, '127.0.0.1');
   socket.on('error', () => {});
   socket.once('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Auth-Token: ${token}\r\n\r\n`));
-  const begun = new Promise<void>((resolve) =>
-    socket.once('data', () => {
+  const begun = new Promise<string>((resolve) =>
+    socket.once('data', (d: Buffer) => {
       socket.pause();
-      resolve();
+      resolve(d.subarray(0, 12).toString('latin1'));
     }),
   );
   return { socket, begun };
@@ -66,7 +66,7 @@ t.test('one token floods the API', async (t) => {
 
   await t.test('the other token answers while the flood runs, and RSS stays bounded and comes back', async (t) => {
     const child = spawn(process.execPath, [fileURLToPath(new URL('../fixtures/api-child.js', import.meta.url))], {
-      env: { ...process.env, PG_URL: url, API_TOKENS: TOKENS, API_SEND_TIMEOUT_SECONDS: '1', API_TOKEN_WAITING: '4' },
+      env: { ...process.env, PG_URL: url, API_TOKENS: TOKENS, API_SEND_TIMEOUT_SECONDS: '1' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     t.teardown(() => {
@@ -86,8 +86,13 @@ t.test('one token floods the API', async (t) => {
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(child.pid!))), 50);
 
-    const flood = Array.from({ length: 60 }, () => timed(base, HEAVY, P1));
-    const sockets = Array.from({ length: 24 }, () => stuck(port, BIG, P1));
+    // The two kinds interleaved, so that both are among the requests the token's share admits.
+    const flood: Array<ReturnType<typeof timed>> = [];
+    const sockets: Array<ReturnType<typeof stuck>> = [];
+    for (let i = 0; i < 60; i++) {
+      flood.push(timed(base, HEAVY, P1));
+      if (i < 24) sockets.push(stuck(port, BIG, P1));
+    }
     const quiet: Array<{ status: number; ms: number }> = [];
     for (let i = 0; i < 5; i++) quiet.push(await timed(base, SMALL, P2));
     const flooded = await Promise.all(flood);
@@ -97,7 +102,10 @@ t.test('one token floods the API', async (t) => {
     const shed = flooded.filter((f) => f.status === 503);
     t.ok(shed.length > 0 && shed.every((f) => f.retryAfter === '1' && /this token has \d+ answers under way/.test(f.body)), `the flood is shed for its own token: ${shed.length} of ${flooded.length} got a 503 with Retry-After`);
     t.ok(flooded.every((f) => f.status === 200 || f.status === 503), 'the rest answered 200');
+    const began = await Promise.all(sockets.map((s) => s.begun));
+    t.ok(began.includes('HTTP/1.1 200'), `requests for the large answer admitted too: ${began.filter((b) => b === 'HTTP/1.1 200').length} of 24 (the rest 503)`);
 
+    // What is left is heap V8 has not handed back yet, not answers held: the bound is below the peak's.
     // The stuck sockets are never read nor closed by the client: the API cuts each one off 3 s after
     // it stops taking bytes (API_SEND_TIMEOUT_SECONDS=1 here). A request of the same token queues behind the stuck ones (a 503 while its
     // queue is full): once it is answered, every stuck one has had its turn.
@@ -112,7 +120,7 @@ t.test('one token floods the API', async (t) => {
     const after = rssOf(child.pid!);
     const budget = baseline + 400 * MB;
     t.ok(peak < budget, `peak RSS ${(peak / MB).toFixed(0)} MB under the flood, from ${(baseline / MB).toFixed(0)} MB (bound ${(budget / MB).toFixed(0)} MB)`);
-    t.ok(after < baseline + 200 * MB, `RSS ${(after / MB).toFixed(0)} MB once the readers that never read were cut off (baseline ${(baseline / MB).toFixed(0)} MB)`);
+    t.ok(after < baseline + 250 * MB, `RSS ${(after / MB).toFixed(0)} MB once the readers that never read were cut off (baseline ${(baseline / MB).toFixed(0)} MB)`);
     for (const s of sockets) s.socket.destroy();
   });
 
@@ -120,9 +128,9 @@ t.test('one token floods the API', async (t) => {
     const api = await startApi(t, pool, TOKENS, { limits: { sendTimeoutSeconds: 1, tokenQueries: 1, tokenWaiting: 0 } });
     const port = Number(new URL(api.base).port);
     const { socket: s, begun } = stuck(port, BIG, P1);
+    t.equal(await begun, 'HTTP/1.1 200');
     let got = 0;
     const closed = new Promise<void>((resolve) => s.once('close', () => resolve()));
-    await begun;
     const busy = await api.get('/v2/meters/small/statistics', P1);
     t.equal(busy.status, 503, 'while the answer waits for its reader, the token\'s one slot is held');
     await new Promise((r) => setTimeout(r, 2500));
