@@ -140,6 +140,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       labelNames: ['stream'] as const,
       registers,
     }),
+    redisLanesStalled: new Gauge({
+      name: `${PREFIX}redis_lanes_stalled`,
+      help: 'SOURCE=redis: lanes that cannot read now (Redis unreachable, or the stream or consumer group gone and being recreated); /readyz is 503 while any is',
+      registers,
+    }),
     buildInfo: new Gauge({
       name: `${PREFIX}build_info`,
       help: 'Always 1; the labels say which streamstats version runs on which Node',

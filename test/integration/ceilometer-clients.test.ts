@@ -324,7 +324,7 @@ t.test('python-ceilometerclient 2.9.0 and openstack4j 3.12 against the API over 
     t.match(one!.result, { id: 'vm-3', projectId: 'p2', userId: 'alice', source: 'openstack' }, 'resources().get');
     t.match(caps!.result, { 'statistics:groupby': true, 'samples:query:simple': false }, 'capabilities');
     t.match(rawSamples, { status: 501, class: 'ServerResponseException' }, 'samples: an error, not an empty list');
-    t.match(badPeriod, { status: 400 }, 'a bad period: a 400');
+    t.match(badPeriod, { status: 400, class: 'ClientResponseException', error: /faultstring=period=90 is not valid: a multiple of the stored window period \(60 s\)/ }, 'a bad period: a 400 with the reason');
 
     const [scoped] = await runJava({ keystone: ks.url, user: 'p1', password: 'secret', project: 'p1', calls: [{ kind: 'statistics', meter: 'cpu_util' }] });
     t.equal((scoped!.result as Array<{ count: number }>)[0]!.count, cpu.filter((s) => s.project_id === 'p1').length, 'a project token: its project\'s samples');

@@ -11,6 +11,8 @@ export type Reply = Buffer | number | null | Reply[];
 /** A connection that returns bulk strings as Buffers; only sendCommand is used. */
 export interface RedisConn {
   send(args: readonly string[]): Promise<Reply>;
+  /** False while the connection is down and node-redis reconnects (commands wait meanwhile). */
+  readonly connected: boolean;
   close(): Promise<void>;
 }
 
@@ -65,6 +67,9 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string, st
   }
   return {
     send: (args) => client.sendCommand(args, options) as Promise<Reply>,
+    get connected() {
+      return client.isReady;
+    },
     close: async () => {
       try {
         await client.close();

@@ -6,7 +6,7 @@
 import { BatchBuilder } from '../../core/batch.js';
 import type { SourceBatch } from '../types.js';
 import type { StreamEntry } from './client.js';
-import { idToPosition, positionMs } from './position.js';
+import { idMs } from './position.js';
 
 export interface SplitOptions {
   readonly laneId: number;
@@ -14,6 +14,8 @@ export interface SplitOptions {
   readonly batchSize: number;
   readonly batchMaxBytes: number;
   readonly maxMessageBytes: number;
+  /** The position of each entry (LanePositions.assign), in the order read. */
+  readonly positions: readonly number[];
   /** Positions below this are in the sink already (restored lane): acknowledged, not processed. */
   readonly skipBelow: number;
 }
@@ -45,7 +47,8 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
   let keys: Buffer[] = [];
   let oversized = new Map<number, { bytes: number }>();
   let first = 0;
-  let last = 0;
+  let firstMs = 0;
+  let lastMs = 0;
   const cut = (endPosition: number) => {
     if (builder.count === 0) return;
     const { data, offsets } = builder.take();
@@ -57,16 +60,17 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
       keys,
       startPosition: first,
       endPosition,
-      firstTimestampMs: positionMs(first),
-      lastTimestampMs: positionMs(last),
+      firstTimestampMs: firstMs,
+      lastTimestampMs: lastMs,
       ...(oversized.size > 0 ? { oversized } : {}),
     });
     positions = [];
     keys = [];
     oversized = new Map();
   };
-  for (const e of entries) {
-    const pos = idToPosition(e.id);
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    const pos = o.positions[i]!;
     if (pos < o.skipBelow || e.fields === null) {
       out.done.push(e.id);
       continue;
@@ -79,8 +83,12 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
     out.bytes += value.length;
     // A batch ends at the next entry processed: entries sorted out in between lie inside it.
     if (builder.count > 0 && (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes)) cut(pos);
-    if (builder.count === 0) first = pos;
-    last = pos;
+    const ms = idMs(e.id);
+    if (builder.count === 0) {
+      first = pos;
+      firstMs = ms;
+    }
+    lastMs = ms;
     if (value.length > o.maxMessageBytes) {
       oversized.set(builder.count, { bytes: value.length });
       builder.push(value, 0, o.maxMessageBytes + 1);
@@ -90,7 +98,7 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
     positions.push(String(pos));
     keys.push(Buffer.from(e.id));
   }
-  const tail = entries.length === 0 ? 0 : idToPosition(entries[entries.length - 1]!.id) + 1;
+  const tail = entries.length === 0 ? 0 : o.positions[entries.length - 1]! + 1;
   cut(tail);
   return out;
 }

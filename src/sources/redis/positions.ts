@@ -4,6 +4,7 @@
 // commit point, written before the entries below it are acknowledged.
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { num, text, type RedisConn } from './client.js';
+import { natural, type Mark, type PositionChanges, type Segment } from './position.js';
 
 export type { PositionStore } from '../../commit/types.js';
 
@@ -21,6 +22,10 @@ export function keys(groupId: string) {
     slots: `${base}:slots`,
     slotSeq: `${base}:slot-seq`,
     lease: (consumer: string) => `${base}:lease:${consumer}`,
+    /** Per lane: a sorted set of its position segments (member the first id, score its position). */
+    segments: (lane: LaneKey) => `${base}:segments:${field(lane)}`,
+    /** Per lane (field): the mark, `id position`, while the last entry read had seq >= 4096. */
+    marks: `${base}:marks`,
   };
 }
 
@@ -49,6 +54,44 @@ export async function writePosition(redis: RedisConn, groupId: string, lane: Lan
   if (sink !== undefined) return;
   const meta = { v: 1, position: p.position, wm: Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, hi: p.appliedEnd };
   await redis.send(['HSET', keys(groupId).commits, field(lane), JSON.stringify(meta)]);
+}
+
+/** A lane's stored segments and mark (none for a lane whose ids all had natural positions). */
+export async function readSegments(redis: RedisConn, groupId: string, lane: LaneKey): Promise<{ segments: Segment[]; mark: Mark | null }> {
+  const k = keys(groupId);
+  const flat = await redis.send(['ZRANGE', k.segments(lane), '0', '-1', 'WITHSCORES']);
+  const segments: Segment[] = [];
+  if (Array.isArray(flat)) {
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const id = text(flat[i]);
+      const position = num(flat[i + 1]);
+      if (position !== null && Number.isSafeInteger(position)) segments.push({ id, natural: natural(id), position });
+    }
+  }
+  const raw = text(await redis.send(['HGET', k.marks, field(lane)]));
+  const [id, p] = raw.split(' ');
+  const position = Number(p);
+  return { segments, mark: id !== undefined && id !== '' && Number.isSafeInteger(position) ? { id, position } : null };
+}
+
+/** Stores what a read changed in a lane's segments and mark; before its entries go to the engine. */
+export async function writeSegments(redis: RedisConn, groupId: string, lane: LaneKey, c: PositionChanges): Promise<void> {
+  const k = keys(groupId);
+  if (c.segments.length > 0) await redis.send(['ZADD', k.segments(lane), ...c.segments.flatMap((s) => [String(s.position), s.id])]);
+  if (c.mark === null) await redis.send(['HDEL', k.marks, field(lane)]);
+  else if (c.mark !== undefined) await redis.send(['HSET', k.marks, field(lane), `${c.mark.id} ${c.mark.position}`]);
+}
+
+/** Forgets a lane's segments and mark (its stream was deleted: the ids they place are gone). */
+export async function clearSegments(redis: RedisConn, groupId: string, lane: LaneKey): Promise<void> {
+  const k = keys(groupId);
+  await redis.send(['DEL', k.segments(lane)]);
+  await redis.send(['HDEL', k.marks, field(lane)]);
+}
+
+/** Deletes a lane's segments that start below `position` (their entries are acknowledged). */
+export async function dropSegments(redis: RedisConn, groupId: string, lane: LaneKey, position: number): Promise<void> {
+  await redis.send(['ZREMRANGEBYSCORE', keys(groupId).segments(lane), '-inf', `(${position}`]);
 }
 
 /**

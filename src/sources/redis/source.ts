@@ -10,12 +10,12 @@ import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
+import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
-import { idToPosition, positionMs, positionToId } from './position.js';
-import { keys, readPosition, slotOf, writePosition, type LaneKey, type PositionStore } from './positions.js';
+import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
+import { clearSegments, dropSegments, keys, readPosition, readSegments, slotOf, writePosition, writeSegments, type LaneKey, type PositionStore } from './positions.js';
 
 export interface RedisSourceOptions {
   readonly redis: RedisConfig;
@@ -46,6 +46,17 @@ interface Lane extends LaneKey {
   caughtUp: boolean;
   lastCommitted: string;
   loop: Promise<void>;
+  /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
+  positions: LanePositions;
+  /** The lane's read connection (its state says whether Redis is reachable). */
+  conn: RedisConn | null;
+  /** Why the lane cannot read now (its group or stream is gone), null while it reads. */
+  stalled: string | null;
+  /**
+   * After the group was recreated: entries up to this id were handed on before, and are delivered
+   * again only to be pending (acknowledged by the commit that passes them), not processed twice.
+   */
+  replayUpTo: string | null;
 }
 
 /** XPENDING pages when acknowledging; one XACK per page. */
@@ -72,8 +83,15 @@ export class RedisSource {
     this.#k = keys(opts.redis.groupId);
   }
 
+  /** Ready: every lane reading, over connections that are up (not while Redis is away or a group is being recreated). */
   get ready(): boolean {
-    return this.#ready && this.#fatal === null;
+    return this.#ready && this.#fatal === null && this.#ctl?.connected === true && this.#stalledLanes() === 0;
+  }
+
+  #stalledLanes(): number {
+    let n = 0;
+    for (const l of this.#lanes.values()) if (l.stalled !== null || l.conn?.connected === false) n++;
+    return n;
   }
 
   stop(): void {
@@ -102,6 +120,8 @@ export class RedisSource {
       // Renewals do not queue behind commits and lag polls: a slow commit must not cost the lease.
       const renew = () => void this.#renewLeases().catch((err: unknown) => logger.warn({ err }, 'redis: lease renewal failed; retrying'));
       timers.push(setInterval(renew, Math.max(100, Math.floor(redis.claimIdleMs / 4))));
+      // Outside the serial chain: that waits on Redis while it is away, and this gauge must say so then.
+      timers.push(setInterval(() => this.#o.metrics.redisLanesStalled.set(this.#stalledLanes()), 500));
       await this.#stop.wait();
     } finally {
       for (const t of timers) clearInterval(t);
@@ -162,14 +182,17 @@ export class RedisSource {
   async #openLane(key: LaneKey, own: boolean): Promise<void> {
     const { engine, logger, redis } = this.#o;
     const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
+    const seg = await readSegments(this.#ctl!, redis.groupId, key);
+    const positions = new LanePositions(seg.segments, seg.mark, stored === null ? 0 : Math.max(stored.position, stored.appliedEnd));
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.slot };
     engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
-    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve() };
+    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
     this.#lanes.set(id, lane);
-    if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, from: positionToId(stored.position), own }, 'redis: lane resumes from its stored position');
+    if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
     const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
     if (conn === null) return;
+    lane.conn = conn;
     lane.loop = this.#read(lane, conn).catch((err: unknown) => this.#fail(err)).finally(() => conn.close());
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
   }
@@ -187,12 +210,27 @@ export class RedisSource {
         const block = pel ? [] : ['BLOCK', String(redis.blockMs)];
         entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, lane.cursor]));
         attempt = 0;
+        if (lane.stalled !== null) {
+          this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
+          lane.stalled = null;
+        }
       } catch (err) {
         attempt++;
         // A reply lost with the connection still delivered its entries to us (they are in our PEL, and
         // '>' never returns them again): read the PEL from the last entry we did receive first.
         if (lane.cursor === '>') lane.cursor = lane.lastId;
-        this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
+        if (String((err as Error).message).startsWith('NOGROUP')) {
+          // The stream was deleted or the group destroyed: retrying the read cannot help; recreating the group can.
+          lane.stalled = 'group';
+          try {
+            await this.#recreateGroup(lane);
+            continue;
+          } catch (e) {
+            this.#o.logger.warn({ err: e, stream: lane.stream, attempt }, 'redis: recreating the consumer group failed; retrying');
+          }
+        } else {
+          this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
+        }
         await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
         continue;
       }
@@ -211,8 +249,20 @@ export class RedisSource {
       lane.caughtUp = entries.length === 0;
       if (entries.length === 0) continue;
       lane.lastId = entries[entries.length - 1]!.id;
+      if (lane.replayUpTo !== null) {
+        const upTo = lane.replayUpTo;
+        let k = 0;
+        while (k < entries.length && compareIds(entries[k]!.id, upTo) <= 0) k++;
+        if (k < entries.length) lane.replayUpTo = null;
+        entries = entries.slice(k);
+        if (entries.length === 0) continue;
+      }
       metrics.fetchBatchMessages.observe(entries.length);
-      const split = splitEntries(entries, { laneId: lane.id, field, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
+      const positions = entries.map((e) => lane.positions.assign(e.id));
+      const changes = lane.positions.takeChanges();
+      // Segments are stored before their entries go on: a restart must place them where this run did.
+      if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
+      const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
       // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
       count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
@@ -220,6 +270,62 @@ export class RedisSource {
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       for (const b of split.batches) await engine.submit(b);
     }
+  }
+
+  /**
+   * The lane's stream or group is gone (XGROUP DESTROY, DEL of the stream): the group is created
+   * again where the lane needs it, at its commit point, so that the entries it has handed on and not
+   * yet committed are pending again (delivered once more, not processed twice) and the rest follows.
+   * A stream deleted with its entries starts the lane's ids afresh; its positions go on growing.
+   */
+  async #recreateGroup(lane: Lane): Promise<void> {
+    const { redis, engine, logger } = this.#o;
+    const ctl = this.#ctl!;
+    const since = lane.positions.lastId;
+    const point = engine.commitPoint(lane.id)?.position ?? lane.skipBelow;
+    let from: string;
+    if (since === '') {
+      from = point > 0 ? lane.positions.idBefore(point) : redis.from === 'earliest' ? '0-0' : '$';
+    } else {
+      const older = await ctl.send(['XREVRANGE', lane.stream, since, '-', 'COUNT', '1']);
+      if (Array.isArray(older) && older.length > 0) {
+        from = lane.positions.idBefore(point);
+        lane.replayUpTo = since;
+      } else {
+        // None of the entries read is left: the stream was deleted (or trimmed empty). New ids may be
+        // lower than the old ones; the lane places them above everything it handed on.
+        from = '0-0';
+        lane.replayUpTo = null;
+        lane.positions = new LanePositions([], null, lane.positions.last + 1);
+        await clearSegments(ctl, redis.groupId, lane);
+      }
+    }
+    logger.error({ stream: lane.stream, group: redis.groupId, consumer: lane.consumer, from }, 'redis: the consumer group or the stream is gone (NOGROUP); recreating the group from the lane\'s commit point');
+    try {
+      await ctl.send(['XGROUP', 'CREATE', lane.stream, redis.groupId, from, 'MKSTREAM']);
+    } catch (err) {
+      if (!String((err as Error).message).startsWith('BUSYGROUP')) throw err;
+      // Another lane or instance recreated it first: moved back if this lane needs entries before its start.
+      const at = text((await this.#group(lane.stream))?.get('last-delivered-id'));
+      if (from !== '$' && at !== '' && compareIds(from, at) < 0) await ctl.send(['XGROUP', 'SETID', lane.stream, redis.groupId, from]);
+    }
+    lane.cursor = lane.own ? '>' : '0';
+    lane.lastId = '0';
+    logger.info({ stream: lane.stream, group: redis.groupId, from }, 'redis: consumer group recreated; the lane reads on');
+  }
+
+  /** Retried until stored (false: stopping first; the entries are read again by the next run, as new). */
+  async #storeSegments(lane: Lane, changes: PositionChanges): Promise<boolean> {
+    for (let attempt = 1; !this.#stop.raised; attempt++) {
+      try {
+        await writeSegments(this.#ctl!, this.#o.redis.groupId, lane, changes);
+        return true;
+      } catch (err) {
+        this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: storing position segments failed; retrying');
+        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
+      }
+    }
+    return false;
   }
 
   async #deadLetterMissing(lane: Lane, missing: readonly Missing[]): Promise<void> {
@@ -252,13 +358,20 @@ export class RedisSource {
       const end = metrics.commitSeconds.startTimer();
       try {
         await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
-        const below = `(${positionToId(cp.position)}`;
-        for (;;) {
-          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, '-', below, String(ACK_PAGE), lane.consumer]);
+        // The range holds every entry below the point, and, after a millisecond of more than 4096
+        // entries, some at or above it: each is acknowledged only if read in this run and below the point.
+        const below = `(${lane.positions.idBelow(cp.position)}`;
+        const lastRead = lane.positions.lastId;
+        for (let start = '-'; lastRead !== '';) {
+          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
           const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
-          if (ids.length > 0) await this.#ack(lane, ids);
+          const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
+          if (done.length > 0) await this.#ack(lane, done);
           if (ids.length < ACK_PAGE) break;
+          start = `(${ids[ids.length - 1]!}`;
         }
+        const drop = lane.positions.dropBelow(cp.position);
+        if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
         lane.lastCommitted = mark;
         metrics.commits.inc({ result: 'ok' });
         end();
@@ -281,23 +394,34 @@ export class RedisSource {
     }
   }
 
+  /** The group's XINFO GROUPS fields on a stream (undefined: no such group). */
+  async #group(stream: string): Promise<Map<string, Reply> | undefined> {
+    const groups = await this.#ctl!.send(['XINFO', 'GROUPS', stream]);
+    return (Array.isArray(groups) ? groups : []).map(pairs).find((m) => text(m.get('name')) === this.#o.redis.groupId);
+  }
+
   /** Lag per stream: entries not yet delivered to the group, entries pending, and the age of the oldest of them. */
   async #lag(): Promise<void> {
     const { metrics, redis, engine } = this.#o;
     const now = Date.now();
     for (const stream of redis.streams) {
-      const groups = await this.#ctl!.send(['XINFO', 'GROUPS', stream]);
-      const g = (Array.isArray(groups) ? groups : []).map(pairs).find((m) => text(m.get('name')) === redis.groupId);
+      const g = await this.#group(stream);
       if (g === undefined) continue;
-      const lag = num(g.get('lag')) ?? 0;
+      // The group's lag counter keeps counting entries trimmed (XTRIM) or deleted before delivery, for
+      // good: the first undelivered entry says whether any is left, and the stream's length bounds them.
+      const next = await this.#ctl!.send(['XRANGE', stream, `(${text(g.get('last-delivered-id')) || '0-0'}`, '+', 'COUNT', '1']);
+      const first = Array.isArray(next) && Array.isArray(next[0]) ? text(next[0][0]) : '';
+      let lag = 0;
+      if (first !== '') {
+        const len = num(await this.#ctl!.send(['XLEN', stream])) ?? 1;
+        lag = Math.max(1, Math.min(num(g.get('lag')) ?? len, len));
+      }
       const pending = num(g.get('pending')) ?? 0;
       metrics.lagMessages.set({ stream }, lag);
       metrics.redisPending.set({ stream }, pending);
       let ageS = 0;
-      if (lag > 0) {
-        const next = await this.#ctl!.send(['XRANGE', stream, `(${text(g.get('last-delivered-id'))}`, '+', 'COUNT', '1']);
-        const first = Array.isArray(next) && Array.isArray(next[0]) ? text(next[0][0]) : '';
-        if (first !== '') ageS = Math.max(0, (now - positionMs(idToPosition(first))) / 1000);
+      if (first !== '') {
+        ageS = Math.max(0, (now - idMs(first)) / 1000);
       } else {
         for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, engine.pendingAgeSeconds(l.id, now) ?? 0);
       }
