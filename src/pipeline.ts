@@ -15,6 +15,8 @@ import { StreamSource } from './sources/file.js';
 import { GeneratorSource } from './sources/generator.js';
 import type { PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
+import { BUSY_SAMPLE_MS, BusyClock, endlessProgressLine } from './progress.js';
+import type { Metrics } from './metrics/index.js';
 // Kafka, Redis, PostgreSQL and the statistics API are loaded only by the jobs that use them: their
 // clients (node-redis above all) were most of the start-up time of every job.
 import type { KafkaSource } from './sources/kafka/source.js';
@@ -29,6 +31,12 @@ export interface Summary extends EngineTotals {
   deadLetter: string;
   sink: string;
   stopped: boolean;
+  /** An endless source (Kafka, Redis): it replays after a restart or rebalance, and it idles. */
+  unbounded: boolean;
+  /** Wall time with work in hand (records applied or batches in the pool); recordsPerSecond of an endless source is over this. */
+  busySeconds: number;
+  /** An endless source: messages (entries) behind when it stopped, summed over its lanes; null when unknown. */
+  lagAtStop: number | null;
 }
 
 export function decoderSettings(config: Config): DecoderSettings {
@@ -208,7 +216,10 @@ export class Pipeline {
       port: config.metricsPort,
       registry,
       ready: () => this.ready,
-      beforeScrape: () => {
+      beforeScrape: async () => {
+        // The Kafka lag is computed now, from high watermarks polled now: a scrape must never read
+        // less lag than there is.
+        if (config.source.kind === 'kafka') await (source as KafkaSource).refreshLag();
         const s = pool.stats;
         metrics.poolInFlight.set(s.inFlight);
         metrics.poolQueue.set(s.queued);
@@ -216,6 +227,9 @@ export class Pipeline {
       },
     });
     const started = performance.now();
+    const busy = new BusyClock(started);
+    const busyTimer = setInterval(() => busy.sample(performance.now(), engine.totals.records, pool.stats.inFlight), BUSY_SAMPLE_MS);
+    busyTimer.unref();
     let peakRss = process.memoryUsage.rss();
     const rssTimer = setInterval(() => {
       peakRss = Math.max(peakRss, process.memoryUsage.rss());
@@ -236,6 +250,7 @@ export class Pipeline {
       this.#ready = true;
       if (pull === null) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
+        this.#startEndlessProgress(engine, metrics);
         await this.#endless?.run();
       } else {
         this.#startProgress(pull, engine, started);
@@ -250,6 +265,8 @@ export class Pipeline {
     } finally {
       this.#ready = false;
       clearInterval(rssTimer);
+      clearInterval(busyTimer);
+      busy.sample(performance.now(), engine.totals.records, 0);
       this.#stopProgress();
       // Ordered, each step bounded: outputs first (they hold the results), then workers, then HTTP.
       await engine.drain().catch(() => {});
@@ -262,16 +279,22 @@ export class Pipeline {
     if (this.#fatal !== null) throw this.#fatal;
     const elapsedSeconds = (performance.now() - started) / 1000;
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    const unbounded = pull === null;
+    const lagAtStop = !unbounded ? null : config.source.kind === 'kafka' ? (source as KafkaSource).lagAtStop : await gaugeSum(metrics.lagMessages);
     return {
       ...engine.totals,
       source: source.describe,
       threads: config.workerThreads,
       elapsedSeconds,
-      recordsPerSecond: engine.totals.records / Math.max(elapsedSeconds, 1e-9),
+      // A finite input is busy from start to end; an endless one idles between loads.
+      recordsPerSecond: engine.totals.records / Math.max(unbounded ? busy.busySeconds : elapsedSeconds, 1e-9),
       peakRssBytes: peakRss,
       deadLetter: deadLetter.describe,
       sink: sink.describe,
       stopped: this.#stopped,
+      unbounded,
+      busySeconds: busy.busySeconds,
+      lagAtStop,
     };
   }
 
@@ -292,12 +315,36 @@ export class Pipeline {
     this.#progressTimer.unref();
   }
 
+  /** Kafka, Redis: records, the recent rate, the lag and the lanes held, once a second in a TTY. */
+  #startEndlessProgress(engine: Engine, metrics: Metrics): void {
+    const mode = this.#config.progress;
+    if (mode === 'off' || (mode === 'auto' && !process.stderr.isTTY)) return;
+    let prev = { at: performance.now(), records: engine.totals.records };
+    this.#progressTimer = setInterval(() => {
+      const now = { at: performance.now(), records: engine.totals.records };
+      const rate = ((now.records - prev.records) * 1000) / Math.max(now.at - prev.at, 1e-9);
+      prev = now;
+      const source = this.#endless;
+      const lag = source === null ? Promise.resolve(null) : 'lagMessages' in source ? Promise.resolve(source.lagMessages()) : gaugeSum(metrics.lagMessages);
+      void Promise.all([lag, gaugeSum(metrics.assignedPartitions)]).then(([l, lanes]) => {
+        if (this.#progressTimer !== null) process.stderr.write(`\r${endlessProgressLine({ records: now.records, rate, lag: l, lanes: lanes ?? 0 })}   `);
+      });
+    }, 1000);
+    this.#progressTimer.unref();
+  }
+
   #stopProgress(): void {
     if (this.#progressTimer === null) return;
     clearInterval(this.#progressTimer);
     this.#progressTimer = null;
     process.stderr.write('\n');
   }
+}
+
+/** A gauge's values summed over its label sets; null when it has none. */
+async function gaugeSum(g: Metrics['lagMessages'] | Metrics['assignedPartitions']): Promise<number | null> {
+  const { values } = await g.get();
+  return values.length === 0 ? null : values.reduce((a, v) => a + v.value, 0);
 }
 
 export function formatSummary(s: Summary): string {
@@ -308,11 +355,14 @@ export function formatSummary(s: Summary): string {
   return [
     `streamstats summary${s.stopped ? ' (stopped by signal)' : ''}`,
     `  source       ${s.source}: ${n(s.messages)} messages in ${n(s.batches)} batches`,
-    `  records      ${n(s.records)}: ok ${n(s.ok)}, rejected ${n(rejected)}${reasons === '' ? '' : ` (${reasons})`}`,
+    // Replayed records (skipped after a restart or rebalance) are neither ok nor rejected: shown where
+    // they can happen, so that the line adds up.
+    `  records      ${n(s.records)}: ok ${n(s.ok)}, rejected ${n(rejected)}${reasons === '' ? '' : ` (${reasons})`}${s.unbounded || s.replayed > 0 ? `, replayed ${n(s.replayed)}` : ''}`,
     `  windows      ${n(s.rows)} statistics rows -> ${s.sink}`,
     `  dead letters ${n(rejected)} -> ${s.deadLetter}`,
-    `  elapsed      ${s.elapsedSeconds.toFixed(2)} s`,
-    `  throughput   ${n(s.recordsPerSecond)} records/s with ${threads}`,
+    `  elapsed      ${s.elapsedSeconds.toFixed(2)} s${s.unbounded ? ` (busy ${s.busySeconds.toFixed(2)} s)` : ''}`,
+    `  throughput   ${n(s.recordsPerSecond)} records/s${s.unbounded ? ' while busy,' : ''} with ${threads}`,
+    ...(s.unbounded ? [`  lag at stop  ${s.lagAtStop === null ? 'unknown' : `${n(s.lagAtStop)} messages`}`] : []),
     `  decode       ${s.decodeSeconds.toFixed(2)} s in all, ${s.batches > 0 ? ((s.decodeSeconds / s.batches) * 1000).toFixed(2) : '0'} ms per batch`,
     `  peak RSS     ${(s.peakRssBytes / 1048576).toFixed(0)} MiB`,
   ].join('\n');

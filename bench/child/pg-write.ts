@@ -5,27 +5,34 @@
 // Usage: node dist/bench/child/pg-write.js BASE_URL PATH BATCHES SKETCH(0|1)   -> one JSON line.
 //   PATH: v1-unnest (version 1's schema and statement, the baseline) | v2-unnest | v2-copy-upsert(-text) |
 //         v2-copy-insert(-text) (COPY binary, or text) | sink (PostgresSink.write) | sink-replay (the same emissions written twice,
-//         the second time timed: every row exists)
+//         the second time timed: every row exists) | copy-heap (COPY binary into the windows table without its
+//         primary key and triggers: the heap and its WAL alone) | copy-pk (with the primary key, without the triggers)
+// Besides the time: client CPU (this process; its main thread runs the driver), the CPU of the server
+// backend(s) serving it and the WAL written, each per row (bench/lib/pg-cost.ts), and every table's and
+// index's size.
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
+import { PgCostProbe, pgCostPerRow, relationSizes, withAppName, type PgCostPerRow } from '../lib/pg-cost.js';
 import { groupbyKey, SeriesRefs } from '../../src/sinks/postgres/identity.js';
 import { migrate, PostgresSink } from '../../src/sinks/postgres/sink.js';
 import { MIGRATIONS } from '../../src/sinks/postgres/schema.js';
 import { ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from '../../src/sinks/postgres/write.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
 
-export const PATHS = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert-text', 'v2-copy-upsert', 'v2-copy-insert-text', 'v2-copy-insert', 'sink', 'sink-replay'] as const;
+export const PATHS = ['v1-unnest', 'v2-unnest', 'v2-copy-upsert-text', 'v2-copy-upsert', 'v2-copy-insert-text', 'v2-copy-insert', 'copy-heap', 'copy-pk', 'sink', 'sink-replay'] as const;
 export type WritePath = (typeof PATHS)[number];
 
-export interface PgWriteResult {
+export interface PgWriteResult extends PgCostPerRow {
   readonly path: WritePath;
   readonly rows: number;
   readonly seconds: number;
   readonly rowsPerSecond: number;
   readonly bytes: number;
   readonly bytesPerRow: number;
+  /** Bytes per stored row of each table (heap + TOAST) and index. */
+  readonly relationBytesPerRow: Readonly<Record<string, number>>;
 }
 
 const NAMES = 1000;
@@ -118,7 +125,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const schema = `ss_bench_${randomBytes(5).toString('hex')}`;
-  const url = `${baseUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const appName = `${schema}_w`;
+  const url = withAppName(`${baseUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, appName);
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
@@ -133,7 +141,7 @@ async function main(): Promise<void> {
     }
     const data = batches(n, sketchText === '1');
     const refs = new SeriesRefs();
-    const prepared = (b: RowBatch): PreparedRow[] => b.rows.map((row, index) => ({ index, row, series: refs.of(row.name, row.groupby) }));
+    const prepared = (b: RowBatch): PreparedRow[] => b.rows.map((row, index) => ({ index, row, series: refs.of(row.name, row.groupby, row.unit) }));
     const markStored = (rows: readonly PreparedRow[]): void => {
       for (const r of rows) r.series.stored = true;
     };
@@ -141,6 +149,9 @@ async function main(): Promise<void> {
     const commit = (i: number) => ({ topic: 'metrics', partition: 0, point: { position: i, watermarkMs: 0, appliedEnd: i } });
     if (path === 'sink-replay') for (let i = 0; i < data.length; i++) await sink!.write(data[i]!, commit(i));
     if (path !== 'v1-unnest') await ensureStaging(client);
+    if (path === 'copy-heap' || path === 'copy-pk') await client.query('ALTER TABLE streamstats_windows DISABLE TRIGGER USER');
+    if (path === 'copy-heap') await client.query('ALTER TABLE streamstats_windows DROP CONSTRAINT streamstats_windows_pkey');
+    const probe = await PgCostProbe.start(baseUrl, appName);
     const t0 = performance.now();
     for (let i = 0; i < data.length; i++) {
       const b = data[i]!;
@@ -152,7 +163,9 @@ async function main(): Promise<void> {
         case 'v2-copy-upsert-text':
         case 'v2-copy-upsert':
         case 'v2-copy-insert-text':
-        case 'v2-copy-insert': {
+        case 'v2-copy-insert':
+        case 'copy-heap':
+        case 'copy-pk': {
           const rows = prepared(b);
           const format = path.endsWith('-text') ? 'text' : 'binary';
           const write = path === 'v2-unnest' ? upsertUnnest : path.startsWith('v2-copy-upsert') ? upsertCopy : insertCopy;
@@ -168,6 +181,7 @@ async function main(): Promise<void> {
       }
     }
     const seconds = (performance.now() - t0) / 1000;
+    const cost = await probe.stop();
     const rows = n * NAMES * HOSTS;
     const size = await client.query<{ b: string; n: string }>(
       `SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r') AS b,
@@ -176,7 +190,12 @@ async function main(): Promise<void> {
     );
     if (Number(size.rows[0]!.n) !== rows) throw new Error(`${path}: ${size.rows[0]!.n} rows stored, ${rows} expected`);
     const bytes = Number(size.rows[0]!.b);
-    const out: PgWriteResult = { path, rows, seconds, rowsPerSecond: rows / seconds, bytes, bytesPerRow: bytes / rows };
+    const relationBytesPerRow = Object.fromEntries((await relationSizes(url, schema)).map((r) => [r.relation, r.bytes / rows]));
+    const out: PgWriteResult = {
+      path, rows, seconds, rowsPerSecond: rows / seconds, bytes, bytesPerRow: bytes / rows,
+      ...pgCostPerRow(cost, rows),
+      relationBytesPerRow,
+    };
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     await sink?.close();

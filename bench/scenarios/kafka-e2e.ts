@@ -30,6 +30,7 @@ import { PATHS, scratchDir } from '../lib/child.js';
 import { buildPeer, internalTopics, startPeer, type PeerGuarantee } from '../lib/kstreams.js';
 import { alternate, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
 import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd } from '../lib/outputs.js';
+import { PgCostProbe, pgCostPerRow, withAppName } from '../lib/pg-cost.js';
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
@@ -104,7 +105,7 @@ async function messagesIn(topic: string): Promise<number> {
 }
 
 /** Loads the topic with `node dist/src/tools/produce.js`, as a user would. */
-async function loadTopic(topic: string, count: number, partitions: number): Promise<number> {
+export async function loadTopic(topic: string, count: number, partitions: number): Promise<number> {
   const t0 = performance.now();
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, [PRODUCE], {
@@ -124,7 +125,7 @@ async function loadTopic(topic: string, count: number, partitions: number): Prom
  * replayed here: the number of (series, 60 s window) cells, i.e. the rows both engines must write,
  * and the largest event time.
  */
-function workloadCells(topic: string, count: number): { rows: number; maxTsMs: number } {
+export function workloadCells(topic: string, count: number): { rows: number; maxTsMs: number } {
   const gen = parseConfig({ SOURCE: 'kafka', KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: topic, GEN_COUNT: String(count) }).generator;
   const cells = new Set<string>();
   let maxTsMs = -Infinity;
@@ -139,7 +140,7 @@ function workloadCells(topic: string, count: number): { rows: number; maxTsMs: n
  * Monasca points per partition from tsMs on, in a series of their own: as many as streamstats' watermark
  * needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), so they close every earlier window in both engines.
  */
-async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
+export async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
   const producer = kafkaClient(BROKERS.split(','), 'streamstats-bench').producer();
   await producer.connect();
   try {
@@ -272,7 +273,7 @@ interface EngineOutput {
  * at the expected rows or more, or (file and PostgreSQL sinks) streamstats_windows_emitted_total, which
  * counts rows after the sink's write resolved (for PostgreSQL: after the transaction committed).
  */
-async function runEngine(
+export async function runEngine(
   topic: string,
   n: number,
   dir: string,
@@ -350,14 +351,21 @@ async function runEngineToKafka(topic: string, n: number, dir: string, rows: num
   }
 }
 
-/** Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored row. */
-async function runEngineToPostgres(topic: string, n: number, dir: string, rows: number): Promise<Sample> {
+/**
+ * Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored
+ * row, and per row: the engine's CPU, its server backends' CPU and the WAL (bench/lib/pg-cost.ts).
+ */
+export async function runEngineToPostgres(topic: string, n: number, dir: string, rows: number): Promise<Sample> {
   const { schema, url } = await createPgSchema('ss_bench_e2e');
   try {
-    const r = await runEngine(topic, n, dir, { SINK: url }, { rows });
-    const stored = await pgTableStats(schema, TABLES.statistics, [TABLES.windows, TABLES.series]);
+    const probe = await PgCostProbe.start(PG_URL, schema, { clientParent: process.pid });
+    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema) }, { rows });
+    const cost = await probe.stop();
+    const stored = await pgTableStats(schema, TABLES.statistics, [TABLES.windows, TABLES.series, TABLES.rollups]);
     if (stored.rows < rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${rows}`);
-    return sinkSample(n, r, { storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows });
+    return sinkSample(n, r, {
+      storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows, ...pgCostPerRow(cost, stored.rows),
+    });
   } finally {
     await dropPgSchema(schema);
   }
@@ -676,7 +684,9 @@ export const kafkaE2eScenario: Scenario = {
           '`commit.interval.ms` is 1000 at least once (the cache forwards window updates to suppress at commit, so Kafka Streams\' 30 s default would hold the last rows back up to 30 s) and 100 (the default) for exactly_once_v2. JVM `-Xms256m -Xmx1g`.',
         `- (d)-(g) are done when the output topic's end offsets (listed read_committed: for transactions, the last stable offset, which also counts one commit marker per partition and transaction) reach the expected rows and then do not move for ${SETTLE_MS} ms; the time is that of the first sample (every ${POLL_MS} ms) that saw the final value.`,
         `- (h) \`SINK=postgres://...?options=-c search_path=<fresh schema>\` (a new schema per run, dropped after): done when \`streamstats_windows_emitted_total\` reaches the expected rows (rows and positions commit in one transaction per emission). ` +
-          `Then \`count(*)\` of the \`${TABLES.statistics}\` view and \`pg_total_relation_size\` of \`${TABLES.windows}\` + \`${TABLES.series}\` (heap, indexes, TOAST): **${fmt.int(bytesPerRow)} bytes per stored row** (median; ${fmt.int(storedRows)} rows).`,
+          `Then \`count(*)\` of the \`${TABLES.statistics}\` view and \`pg_total_relation_size\` of \`${TABLES.windows}\` + \`${TABLES.series}\` + \`${TABLES.rollups}\` (heap, indexes, TOAST): **${fmt.int(bytesPerRow)} bytes per stored row** (median; ${fmt.int(storedRows)} rows). ` +
+          `Per stored row (medians; \`bench/lib/pg-cost.ts\`): the engine process's CPU ${ssPg.extra.clientCpuUsPerRow!.median.toFixed(1)} us (main thread ${ssPg.extra.clientMainCpuUsPerRow!.median.toFixed(1)}), ` +
+          `the PostgreSQL backends' CPU ${ssPg.extra.serverCpuUsPerRow!.median.toFixed(1)} us (\`/proc/<backend pid>/stat\` of the sink's connections), WAL ${fmt.int(ssPg.extra.walBytesPerRow!.median)} bytes (\`pg_current_wal_lsn()\` difference).`,
         '',
         '| variant | records/s, first->last row (median) | range | first->last row s, median (min-max) | records/s, start->last row (median) | start->last row s, median | peak RSS MiB (max) |',
         '|---|---:|---:|---:|---:|---:|---:|',

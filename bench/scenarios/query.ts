@@ -40,11 +40,11 @@ const METERS: ReadonlyArray<readonly [string, string, number]> = [
 ];
 
 /**
- * The series id as the sink computes it (seriesId(name, groupbyKey({resource_id})) in
- * src/sinks/postgres/identity.ts): md5(utf8(name) || 0x00 || utf8('[["resource_id","<id>"]]')). The
- * resource ids are hex uuids, so the JSON needs no escapes and this text is JSON.stringify's.
+ * The series id as the sink computes it (seriesId(name, groupbyKey({resource_id}), unit) in
+ * src/sinks/postgres/identity.ts; streamstats_series_id() of schema version 4). The resource ids are
+ * hex uuids, so the JSON needs no escapes and this text is JSON.stringify's.
  */
-const SERIES_ID = `md5(convert_to(m.name, 'UTF8') || decode('00', 'hex') || convert_to('[["resource_id","' || r.id || '"]]', 'UTF8'))::uuid`;
+const SERIES_ID = `streamstats_series_id(m.name, '[["resource_id","' || r.id || '"]]', m.unit)`;
 const METERS_SQL = `(VALUES ${METERS.map(([n, u, s]) => `('${n}', '${u}', ${s}::float8)`).join(', ')}) m(name, unit, scale)`;
 const RESOURCES_SQL = `(SELECT md5('resource-' || i)::uuid::text AS id FROM generate_series(0, ${SHAPE.resources - 1}) i) r`;
 
@@ -54,8 +54,8 @@ const RESOURCES_SQL = `(SELECT md5('resource-' || i)::uuid::text AS id FROM gene
  * instead would go through its row-at-a-time INSTEAD OF trigger.
  */
 export const FILL_SERIES = `
-INSERT INTO streamstats_series (id, name, groupby)
-SELECT ${SERIES_ID}, m.name, jsonb_build_object('resource_id', r.id)
+INSERT INTO streamstats_series (id, name, groupby, unit)
+SELECT ${SERIES_ID}, m.name, jsonb_build_object('resource_id', r.id), m.unit
 FROM ${METERS_SQL}
 CROSS JOIN ${RESOURCES_SQL}`;
 

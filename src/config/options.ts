@@ -112,7 +112,7 @@ export const OPTIONS = [
   { env: 'KAFKA_MAX_BYTES_PER_PARTITION', default: '1048576', group: 'kafka', ...int(1024, 256 * MIB), help: 'fetch size per partition' },
   { env: 'COMMIT_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'offsets are committed this often (and on rebalance and shutdown), never past an open window' },
   { env: 'IDLE_FLUSH_SECONDS', default: '30', group: 'kafka', ...num(0.1, 86400), help: 'a caught-up partition without records this long lets its watermark follow the wall clock' },
-  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics' },
+  { env: 'LAG_INTERVAL_SECONDS', default: '5', group: 'kafka', ...num(0.1, 3600), help: 'how often high watermarks are polled for the lag metrics between scrapes (a scrape of /metrics polls them too)' },
   { env: 'KAFKA_RETRY_MAX_SECONDS', default: '30', group: 'kafka', ...num(1, 3600), help: 'longest back-off between reconnection attempts when the brokers are unreachable' },
   // SOURCE=redis: text rows, checked by src/sources/redis/config.ts (its defaults constant and validator).
   { env: 'REDIS_URL', default: REDIS_DEFAULTS.url, group: 'redis', secret: { kind: 'url', at: 'redis.url' }, help: 'SOURCE=redis: redis://[USER:PASSWORD@]HOST:PORT[/DB], rediss:// for TLS (ACL user and password)' },
@@ -142,7 +142,7 @@ export const OPTIONS = [
   { env: 'API_SEND_TIMEOUT_SECONDS', default: String(API_DEFAULTS.sendTimeoutSeconds), group: 'ops', ...num(0.1, 3600), help: 'statistics API: a client that takes no byte of its answer for this long is disconnected (the answer streams, at most 64 KiB buffered per connection)' },
   { env: 'API_MAX_CONNECTIONS', default: String(API_DEFAULTS.maxConnections), group: 'ops', ...int(1, 1_000_000), help: 'statistics API: HTTP connections open at once; more are closed on arrival' },
   { env: 'LOG_LEVEL', default: 'info', group: 'ops', ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), help: 'JSON logs on stderr from this level up' },
-  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA; auto = on when stderr is a TTY' },
+  { env: 'PROGRESS', default: 'auto', group: 'ops', ...oneOf(['auto', 'on', 'off']), help: 'progress line with records, rate, ETA (Kafka, Redis: rate, lag, lanes); auto = on when stderr is a TTY' },
   { env: 'SHUTDOWN_TIMEOUT_SECONDS', default: '30', group: 'ops', ...num(1, 3600), help: 'SIGTERM/SIGINT: time allowed to drain, flush and close before exiting non-zero' },
 ] as const satisfies readonly OptionSpec[];
 

@@ -13,7 +13,7 @@ import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type CellList } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
-import { LateWarner } from './late.js';
+import { LateWarner, lateLetters } from './late.js';
 import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
@@ -247,7 +247,7 @@ export class Engine {
       const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
-      this.#late.observe({ partition: state.id, identity: state.identity, accepted: applied.accepted, late: expected, watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
+      this.#late.observe({ partition: state.id, identity: state.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
       for (const c of applied.overLimit) expected += c.count;
       if (found !== expected) {
         // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.

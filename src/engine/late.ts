@@ -2,9 +2,14 @@
 // but a replayed workload whose event times lie behind the watermark (the 2020 demo timeline loaded
 // again, once the partition's watermark has followed the wall clock) turns into nothing but dead
 // letters and no rows; the log must say so. One line per partition per interval, carrying what was
-// held back since the last line, so a flood of late batches stays a few lines.
+// held back since the last line, so a flood of late batches stays a few lines. Only records
+// dead-lettered as late count: after a restart or rebalance, the replayed records of windows already
+// emitted fall behind the restored watermark too, but they are skipped (counted as replayed), not
+// late, and counting them warned falsely on every restart and took the interval's one line from a
+// real late flood right after.
 import type { Logger } from 'pino';
 import type { LaneIdentity } from '../commit/types.js';
+import type { DeadLetterEntry } from '../sinks/types.js';
 
 export const LATE_WARNING_INTERVAL_MS = 60_000;
 
@@ -13,6 +18,7 @@ export interface LateSample {
   readonly partition: number;
   readonly identity: LaneIdentity | undefined;
   readonly accepted: number;
+  /** Records dead-lettered as late (replayed ones, skipped, are not). */
   readonly late: number;
   /** The watermark the late records were measured against (ms; -Infinity = none yet). */
   readonly watermarkMs: number;
@@ -25,6 +31,13 @@ interface Held {
   batches: number;
   late: number;
   records: number;
+}
+
+/** Records of a batch's refused entries that were dead-lettered as late. */
+export function lateLetters(entries: readonly Pick<DeadLetterEntry, 'reason'>[]): number {
+  let n = 0;
+  for (const e of entries) if (e.reason === 'late') n++;
+  return n;
 }
 
 export class LateWarner {

@@ -8,8 +8,11 @@ export interface HttpOptions {
   readonly port: number;
   readonly registry: Registry;
   readonly ready: () => boolean;
-  /** Refresh gauges that are sampled, not pushed, right before a scrape. */
-  readonly beforeScrape?: () => void;
+  /**
+   * Refresh gauges that are sampled, not pushed, right before a scrape; the scrape waits for it (it
+   * must bound its own time) and goes on if it fails.
+   */
+  readonly beforeScrape?: () => void | Promise<void>;
 }
 
 export class HttpServer {
@@ -23,11 +26,14 @@ export class HttpServer {
         return;
       }
       if (url === '/metrics') {
-        opts.beforeScrape?.();
-        opts.registry.metrics().then(
-          (body) => res.writeHead(200, { 'content-type': opts.registry.contentType }).end(body),
-          (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
-        );
+        Promise.resolve()
+          .then(() => opts.beforeScrape?.())
+          .catch(() => {})
+          .then(() => opts.registry.metrics())
+          .then(
+            (body) => res.writeHead(200, { 'content-type': opts.registry.contentType }).end(body),
+            (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
+          );
       } else if (url === '/healthz') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
       } else if (url === '/readyz') {

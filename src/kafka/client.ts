@@ -18,11 +18,31 @@ const KafkaLogLevel = kafkajs.logLevel;
  * leader moving, a coordinator loading), and the call that finally fails reports that itself, at its
  * own level. So a healthy start (an output topic auto-created on first use) logs no error line.
  */
+/** The broker's answers while a group's coordinator starts (every fresh start): kafkajs retries them. */
+const COORDINATOR_STARTING = new Set(['The group coordinator is not available', "The coordinator is loading and hence can't process requests for this group", 'This is not the correct coordinator for this group']);
+
+/**
+ * The level a kafkajs line is logged at. Besides the broker's error responses (above), three are
+ * debug: a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
+ * pausing and resuming busy partitions as its byte budget fills and drains ("Pausing/Resuming
+ * fetching from N topics" at info: 81 lines for one 690,000-message load); and "Limiting retries
+ * for the idempotent producer may invalidate EoS guarantees", at every producer's start (4 with
+ * SINK=kafka): a send that runs out of kafkajs's retries fails as a whole, and our writers send it
+ * again (at least once) or abort the transaction (exactly once), so no guarantee of ours rests on them.
+ */
+function kafkaLevel(level: number, namespace: string, message: string, error: unknown): number {
+  if (namespace === 'Connection' && message.startsWith('Response ') && COORDINATOR_STARTING.has(String(error))) return KafkaLogLevel.DEBUG;
+  if (level === KafkaLogLevel.ERROR && namespace === 'Connection' && message.startsWith('Response ')) return KafkaLogLevel.WARN;
+  if (level === KafkaLogLevel.INFO && (message.startsWith('Pausing fetching') || message.startsWith('Resuming fetching'))) return KafkaLogLevel.DEBUG;
+  if (level === KafkaLogLevel.WARN && message.startsWith('Limiting retries for the idempotent producer')) return KafkaLogLevel.DEBUG;
+  return level;
+}
+
 export function kafkaLogCreator(logger: Logger) {
   return () => (entry: LogEntry) => {
     const { message, ...extra } = entry.log;
     const fields = { kafka: entry.namespace, ...extra };
-    const level = entry.level === KafkaLogLevel.ERROR && entry.namespace === 'Connection' && message.startsWith('Response ') ? KafkaLogLevel.WARN : entry.level;
+    const level = kafkaLevel(entry.level, entry.namespace, message, (extra as { error?: unknown }).error);
     switch (level) {
       case KafkaLogLevel.ERROR:
         logger.error(fields, `kafka: ${message}`);

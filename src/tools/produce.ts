@@ -3,7 +3,9 @@
 // series so that a series stays in one partition. For tests, benchmarks and demos.
 // Configured by the environment only (see --help); any argument but --help and --version is refused
 // before a connection is made, so a mistyped invocation never loads a topic.
-import kafkajs, { type Message } from 'kafkajs';
+import { randomBytes } from 'node:crypto';
+import kafkajs, { type Admin, type Kafka, type Message } from 'kafkajs';
+import { sleep } from '../async/index.js';
 import { parseConfig, unknownVariables, unknownVariablesWarning, type GeneratorConfig } from '../config/index.js';
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
@@ -15,6 +17,7 @@ import { PRODUCER_DEFAULTS } from '../kafka/producer.js';
 import { chunkMessages, RECORD_OVERHEAD_BYTES, requestBudget } from '../kafka/requests.js';
 import { TopicLimits } from '../kafka/topics.js';
 import { createLogger } from '../logger.js';
+import { timelineStart, type Timeline, type TimelineStart } from './timeline.js';
 
 const { logLevel } = kafkajs;
 
@@ -29,25 +32,75 @@ const PRODUCE_HELP = [
   '  KAFKA_BROKERS        comma list of host:port (default 127.0.0.1:9092); KAFKA_SSL*, KAFKA_SASL* as for streamstats',
   '  KAFKA_TOPICS         the first topic is loaded (default metrics)',
   '  GEN_COUNT, GEN_METRICS, GEN_HOSTS, GEN_INTERVAL_SECONDS, GEN_SEED   the workload, as for streamstats',
-  '  GEN_START            event time of the first point (ISO 8601); unset = the timeline ends now, so',
-  '                       the rows are recent and no point is in the future (GEN_START=2020-02-11T12:42:13Z',
-  '                       gives the fixed timeline of the engine\'s built-in generator)',
+  '  GEN_START            event time of the first point (ISO 8601). Unset: into an empty topic the timeline',
+  '                       ends now (rows recent, no point in the future); into a topic that holds points it',
+  '                       starts after the newest of them and not before now, so an engine that consumed',
+  '                       and went idle takes it as new data, not late (refused if it would end beyond',
+  '                       MAX_FUTURE_SECONDS). GEN_START=2020-02-11T12:42:13Z gives the fixed timeline of',
+  '                       the engine\'s built-in generator',
   '  PRODUCE_PARTITIONS   partitions when the topic is created (default 4)',
   `  PRODUCE_COMPRESSION  ${KAFKA_COMPRESSIONS.join(' | ')} (default none; zstd needs Node >= 22.15)`,
   '  PRODUCE_BATCH        messages per batch (default 1000); a batch goes out in sends that fit the topic',
 ].join('\n');
 
-/**
- * The default start: the whole timeline in the past, its last point at most `nowMs`. Starting at
- * now instead would put the load up to GEN_COUNT / (GEN_METRICS x GEN_HOSTS) x GEN_INTERVAL_SECONDS
- * into the future: the last window stays open until the wall clock gets there (holding back
- * commits), and a big GEN_COUNT passes MAX_FUTURE_SECONDS and is rejected as future_timestamp.
- */
-function recentStartMs(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>, nowMs: number): number {
+/** The generator's timeline: rounds of GEN_METRICS x GEN_HOSTS points, GEN_INTERVAL_SECONDS apart. */
+function generatorTimeline(gen: Pick<GeneratorConfig, 'count' | 'metrics' | 'hosts' | 'intervalMs'>): Timeline {
   const rounds = Math.max(1, Math.ceil(gen.count / (gen.metrics * gen.hosts)));
   // generatePoints jitters each point by up to min(1000, interval) ms after its round's time.
-  const start = nowMs - (rounds - 1) * gen.intervalMs - Math.min(1000, gen.intervalMs);
-  return Math.floor(start / 1000) * 1000;
+  return { stepMs: gen.intervalMs, steps: rounds - 1, jitterMs: Math.min(1000, gen.intervalMs) };
+}
+
+/** Longest the newest point of a topic is looked for (a consumer joins a group of its own to read it). */
+const NEWEST_READ_MS = 15_000;
+
+/**
+ * The newest event time in the topic: the Monasca timestamp of each partition's last record (the
+ * generator's points of a round lie within a second of each other, so the last in offset order is
+ * within that of the newest). null when no partition ever held a record; 0 when one did and none is
+ * readable now (deleted, not Monasca, or not read in NEWEST_READ_MS).
+ */
+async function newestEventTime(kafka: Kafka, admin: Admin, topic: string): Promise<number | null> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  if (offsets.every((o) => Number(o.high) === 0)) return null;
+  const last = new Map(offsets.filter((o) => Number(o.high) > Number(o.low)).map((o) => [o.partition, Number(o.high) - 1]));
+  if (last.size === 0) return 0;
+  const groupId = `streamstats-produce-${randomBytes(6).toString('hex')}`;
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false });
+  let newest = 0;
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic] });
+    const read = new Promise<void>((resolve) => {
+      void consumer.run({
+        eachBatch: async ({ batch }) => {
+          const want = last.get(batch.partition);
+          const m = want === undefined ? undefined : batch.messages.find((x) => Number(x.offset) >= want);
+          if (m === undefined) return;
+          last.delete(batch.partition);
+          newest = Math.max(newest, monascaTimestamp(m.value));
+          if (last.size === 0) resolve();
+        },
+      });
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      for (const [partition, offset] of last) consumer.seek({ topic, partition, offset: String(offset) });
+    });
+    await Promise.race([read, sleep(NEWEST_READ_MS)]);
+  } finally {
+    await consumer.disconnect().catch(() => {});
+    await admin.deleteGroups([groupId]).catch(() => {});
+  }
+  return newest;
+}
+
+/** A Monasca point's timestamp (ms), or 0 when the value is not one. */
+function monascaTimestamp(value: Buffer | null): number {
+  try {
+    const ts = (JSON.parse(value?.toString('utf8') ?? 'null') as { metric?: { timestamp?: unknown } } | null)?.metric?.timestamp;
+    return typeof ts === 'number' && Number.isFinite(ts) ? ts : 0;
+  } catch {
+    return 0;
+  }
 }
 
 interface ProduceOptions {
@@ -98,9 +151,7 @@ async function main(): Promise<number> {
     throw err;
   }
   const startText = process.env['GEN_START'];
-  const generator = startText === undefined || startText.trim() === ''
-    ? { ...config.generator, startMs: recentStartMs(config.generator, Date.now()) }
-    : config.generator;
+  const fixedStart = startText !== undefined && startText.trim() !== '';
   const logger = createLogger(config.logLevel);
   const unknown = unknownVariables(process.env, PRODUCE_VARIABLES);
   const warning = unknownVariablesWarning(unknown);
@@ -117,7 +168,20 @@ async function main(): Promise<number> {
   // set here is the one the partitioner would pick), so a large PRODUCE_BATCH is never refused.
   const limits = new TopicLimits({ topic, admin: async () => admin, logger, withPartitions: true });
   await limits.read();
-  await admin.disconnect();
+  let timeline: TimelineStart | null = null;
+  try {
+    if (!fixedStart) {
+      const newest = created ? null : await newestEventTime(kafka, admin, topic);
+      timeline = timelineStart(generatorTimeline(config.generator), Date.now(), newest, config.maxFutureSeconds, { name: 'GEN_COUNT', value: config.generator.count });
+    }
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`streamstats-produce: ${err.message}\n`);
+    return 2;
+  } finally {
+    await admin.disconnect();
+  }
+  const generator = timeline === null ? config.generator : { ...config.generator, startMs: timeline.startMs };
   const budget = requestBudget(PRODUCER_DEFAULTS.maxRequestBytes, limits.maxMessageBytes);
   const partitions = limits.partitions;
   const producer = kafka.producer({ allowAutoTopicCreation: false, createPartitioner: JavaCompatiblePartitioner });
@@ -147,7 +211,7 @@ async function main(): Promise<number> {
   process.stderr.write(
     `streamstats-produce: ${sent.toLocaleString('en-US')} messages to ${topic}` +
       `${created ? ` (created with ${opts.partitions} partitions)` : ''} in ${secs.toFixed(1)} s, compression ${opts.compression}` +
-      `${sent > 0 ? `, event times ${new Date(first).toISOString()} .. ${new Date(last).toISOString()}` : ''}\n`,
+      `${sent > 0 ? `, event times ${new Date(first).toISOString()} .. ${new Date(last).toISOString()}${timeline === null ? ' (GEN_START)' : ` (${timeline.why})`}` : ''}\n`,
   );
   return 0;
 }

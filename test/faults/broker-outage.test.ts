@@ -65,6 +65,7 @@ t.test(`broker down ${OUTAGE_MS / 1000} s (> session timeout) mid-stream: /ready
   t.equal(before?.get('streamstats_kafka_connected'), 1, 'connected before the outage');
 
   const down = Date.now();
+  const linesBefore = e.stderr().split('\n').length - 1;
   broker.stop();
   const statuses: Array<number | null> = [];
   let connectedDuring: number | undefined;
@@ -83,6 +84,10 @@ t.test(`broker down ${OUTAGE_MS / 1000} s (> session timeout) mid-stream: /ready
 
   broker.start();
   const up = Date.now();
+  const outageLines = e.stderr().split('\n').slice(linesBefore, -1);
+  const errors = outageLines.filter((l) => l.includes('"level":50'));
+  t.comment(`during the outage: ${outageLines.length} log lines, ${errors.length} at error`);
+  t.ok(errors.length <= 8, `a few error lines for the outage, repeats counted (${errors.length}: ${errors.map((l) => (JSON.parse(l) as { msg: string }).msg).join(' | ')})`);
   await until(() => e.ready(), 'the engine reconnected on its own (/readyz 200)', 90_000);
   t.comment(`outage ${(up - down) / 1000} s; /readyz 200 again ${(Date.now() - up) / 1000} s after the broker was back`);
   t.equal(await readyzStatus(e.port), 200, '/readyz 200 after the broker is back');

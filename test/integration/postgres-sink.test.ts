@@ -338,7 +338,7 @@ t.test('COPY, binary and text, into the table and through staging: tab, newline,
     ] as const;
     for (const [i, [write, format, unit]] of cases.entries()) {
       const r = row(i, { unit, topic: '\\N', name: `x\ty\\${i}`, groupby: { 'k\t': 'v\n\\' }, sketch: { a: 0.01, pos: { '7': 1 }, neg: {}, zero: 1, count: 2 } });
-      const rows = [{ index: 0, row: r, series: refs.of(r.name, r.groupby) }];
+      const rows = [{ index: 0, row: r, series: refs.of(r.name, r.groupby, r.unit) }];
       await client.query('BEGIN');
       await insertSeries(client, rows);
       await write(client, rows, format);
@@ -374,4 +374,48 @@ t.test('two partitions writing the same new series at once, in opposite orders, 
   t.same(results.map((r) => r.rejected), [[], []]);
   const n = await pool.query<{ w: string; s: string }>('SELECT (SELECT count(*) FROM streamstats_windows) AS w, (SELECT count(*) FROM streamstats_series) AS s');
   t.same(n.rows[0], { w: String(2 * N), s: String(N) });
+});
+
+t.test('writes queued while a transaction runs share the next one: call order kept, each write its own rejections, each partition its latest point', async (t) => {
+  const { url, pool } = await testSchema(t);
+  const sink = await openSink(t, url);
+  const at = (partition: number, position: number): SinkCommit => ({ topic: TOPIC, partition, point: { position, watermarkMs: 0, appliedEnd: position } });
+  const first = good(5);
+  // Issued without waiting, as the engine issues a pipelined sink's writes: the first runs alone, the
+  // rest queue behind it and go together.
+  const calls = [
+    sink.write(batch(first), at(0, 10)),
+    sink.write(batch(first.map((r) => ({ ...r, count: r.count + 1000 }))), at(0, 20)),
+    sink.write(batch([row(40, { name: 'bad\u0000name' }), row(41)]), at(1, 5)),
+    sink.write(batch([row(41, { count: 777 }), row(42)]), at(1, 6)),
+    sink.write(batch([row(43), row(43)]), at(0, 30)),
+  ];
+  const results = await Promise.all(calls);
+  t.same(results.map((r) => r.rejected.map((x) => x.index)), [[], [], [0], [], [1]], 'each write gets the rejections of its own rows, by its own indexes');
+  t.match(results[4]!.rejected[0]!.detail, /21000.*same identity as row 0 of this batch/, 'a duplicate within one write is still refused');
+  const got = await pool.query<{ host: string; count: string }>(`SELECT groupby ->> 'hostname' AS host, count FROM streamstats_statistics ORDER BY 1`);
+  const want = [
+    ...first.map((r) => ({ host: r.groupby['hostname']!, count: String(r.count + 1000) })),
+    { host: 'host-41', count: '777' },
+    { host: 'host-42', count: String(row(42).count) },
+    { host: 'host-43', count: String(row(43).count) },
+  ].sort((a, b) => (a.host < b.host ? -1 : 1));
+  t.same(got.rows, want, 'a later write of the same identity wins, as written one after the other');
+  const pos = await sink.readPositions(TOPIC, [0, 1]);
+  t.same([pos.get(0)?.position, pos.get(1)?.position], [30, 6], "each partition's latest point");
+});
+
+t.test('a failed write fails the writes queued behind it too: none of their points may pass its rows', async (t) => {
+  const { schema, pool } = await testSchema(t);
+  const { proxy, sockets, url } = await pgProxy();
+  const sink = await openSink(t, urlInSchema(url, schema));
+  t.same((await sink.write(batch(good(2)), commitAt(1))).rejected, []);
+  await new Promise<void>((r) => {
+    proxy.close(() => r());
+    for (const s of sockets) s.destroy();
+  });
+  const outcomes = await Promise.allSettled([sink.write(batch(good(3)), commitAt(2)), sink.write(batch(good(4)), commitAt(3)), sink.write(batch(good(5)), commitAt(4))]);
+  t.same(outcomes.map((o) => o.status), ['rejected', 'rejected', 'rejected'], 'every queued write rejected');
+  const pos = await pool.query<{ n: string }>('SELECT next_offset AS n FROM streamstats_positions');
+  t.same(pos.rows, [{ n: '1' }], 'the stored point is the last one written');
 });

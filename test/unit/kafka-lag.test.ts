@@ -122,3 +122,20 @@ t.test('idle flush advances only caught-up partitions that received nothing for 
   t.same(advanced, [[a.id, now]], 'b was active 0.5 s ago; c never received anything');
   t.same(flushed, [a]);
 });
+
+t.test('a high watermark older than one already seen is ignored; totalMessages sums the partitions', async (t) => {
+  const s = setup();
+  s.lag.track(s.a, 0, 100);
+  s.lag.track(s.b, 0, null);
+  s.applied.set(s.a.id, 40);
+  s.lag.sawHighWatermark(s.a.tp, 300);
+  // A poll sent before that fetch and answered after it.
+  s.lag.sawHighWatermark(s.a.tp, 200);
+  s.lag.update(1_000_000, () => false);
+  t.equal(await s.gauge('lagMessages', '0'), 260, 'the newer 300 stays');
+  t.equal(s.lag.totalMessages(), 260, 'partition 1 has no high watermark yet: not counted');
+  s.lag.sawHighWatermark(s.b.tp, 15);
+  t.equal(s.lag.totalMessages(), 275);
+  s.lag.track(s.a, 0, 50);
+  t.equal(s.lag.totalMessages(), 25, 'a new assignment starts from the high watermark read then');
+});

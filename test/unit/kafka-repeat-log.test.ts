@@ -9,24 +9,31 @@ function capture(level = 'info') {
   return { logger, lines };
 }
 
-t.test('one line per interval per message, the next one carrying how many were left out', async (t) => {
+t.test('one line per interval per message, the next one carrying how many were left out; the interval doubles while it repeats', async (t) => {
   let now = 0;
   const { logger, lines } = capture();
   const log = limitRepeats(logger, 10_000, () => now);
-  for (let i = 0; i < 70; i++) {
-    now = i * 571; // about 70 lines in 40 s, as kafkajs writes them during an outage
+  for (let i = 0; i < 320; i++) {
+    now = i * 571; // about 320 lines in 3 minutes, as kafkajs writes them during an outage
     log.error({ broker: 'b1', attempt: i }, 'kafka: Connection error: connect ECONNREFUSED');
   }
   const written = lines.map((l) => l['attempt'] as number);
   t.equal(written[0], 0, 'the first line is written at once');
   t.equal(lines[0]!['repeated'], undefined);
   for (let k = 1; k < written.length; k++) {
-    t.ok((written[k]! - written[k - 1]!) * 571 >= 10_000, `line ${written[k]} is at least the interval after the last written`);
-    t.ok((written[k]! - 1 - written[k - 1]!) * 571 < 10_000, `line ${written[k]} is the first one after the interval`);
+    const interval = 10_000 * 2 ** (k - 1);
+    t.ok((written[k]! - written[k - 1]!) * 571 >= interval, `line ${written[k]} is at least ${interval} ms after the last written`);
+    t.ok((written[k]! - 1 - written[k - 1]!) * 571 < interval, `line ${written[k]} is the first one after it`);
     t.equal(lines[k]!['repeated'], written[k]! - written[k - 1]! - 1, 'it counts the lines left out in between');
   }
-  t.ok(lines.length >= 4 && lines.length <= 5, `${lines.length} lines written for 70 in 40 s`);
+  t.equal(lines.length, 5, `${lines.length} lines written for 320 in 3 minutes (at 0, 10, 30, 70, 150 s)`);
   t.ok(lines.every((l) => l['msg'] === 'kafka: Connection error: connect ECONNREFUSED' && l['level'] === 50));
+  // Quiet for longer than its interval, then again: from the first interval.
+  now += 400_000;
+  log.error('kafka: Connection error: connect ECONNREFUSED');
+  now += 10_000;
+  log.error('kafka: Connection error: connect ECONNREFUSED');
+  t.equal(lines.length, 7, 'a new outage starts from the first interval');
 });
 
 t.test('different messages and levels are limited apart; info passes; error objects keep their stack', async (t) => {

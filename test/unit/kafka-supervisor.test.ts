@@ -63,3 +63,37 @@ t.test('a failure after stop() is not reported as one to reconnect from', async 
   t.same(failures, []);
   t.throws(() => new Supervisor({ stop, baseDelayMs: 10, maxDelayMs: 5, session: async () => {}, onFailure: () => {}, onBackoff: () => {} }), /baseDelayMs \(10\) <= maxDelayMs \(5\)/);
 });
+
+t.test('a back-off ends once the probe answers after it did not; a broker answering from the start does not cut it short', async (t) => {
+  const run = async (answers: (call: number) => boolean) => {
+    const stop = new Signal();
+    let sessions = 0;
+    let probes = 0;
+    const started = performance.now();
+    const ended: number[] = [];
+    const sup = new Supervisor({
+      baseDelayMs: 2000,
+      maxDelayMs: 2000,
+      stop,
+      random: () => 1,
+      probeIntervalMs: 20,
+      probe: async () => answers(probes++),
+      session: async () => {
+        ended.push(performance.now() - started);
+        if (++sessions === 2) {
+          stop.raise();
+          return;
+        }
+        throw new Error('brokers unreachable');
+      },
+      onFailure: () => {},
+      onBackoff: () => {},
+    });
+    await sup.run();
+    return { second: ended[1]!, probes };
+  };
+  const back = await run((call) => call >= 5);
+  t.ok(back.second < 1000, `reconnected within a few probe intervals of the broker answering (${back.second.toFixed(0)} ms, back-off 2000 ms)`);
+  const always = await run(() => true);
+  t.ok(always.second >= 1900, `the broker answered all along: the whole back-off (${always.second.toFixed(0)} ms)`);
+});

@@ -8,13 +8,18 @@ export function groupbyKey(g: Record<string, string | null>): string {
 }
 
 /**
- * md5(utf8(name) 0x00 utf8(groupby_key)) as 32 hex digits (uuid input). Migration 2 computes the same
- * in SQL for old rows. The NUL separator is unambiguous because neither part may hold U+0000; the UTF-8
- * encoding maps a lone surrogate to U+FFFD exactly as the driver does when it sends the text, so the id
- * is that of what PostgreSQL stores.
+ * The series' identity as the engine keys it (name, unit, groupby) in 16 bytes, as 32 hex digits (uuid
+ * input): md5(utf8(name) 0x00 utf8(groupby_key)) for a series without a unit (the id versions 2 and 3
+ * gave every series, so those rows keep theirs), md5(utf8(name) 0x00 utf8(groupby_key) 0x00 utf8(unit))
+ * for one with a unit ("" included). streamstats_series_id() computes the same in SQL. The NUL
+ * separators are unambiguous because no part may hold U+0000 (the groupby key is JSON: it escapes
+ * U+0000); the UTF-8 encoding maps a lone surrogate to U+FFFD exactly as the driver does when it
+ * sends the text, so the id is that of what PostgreSQL stores.
  */
-export function seriesId(name: string, key: string): string {
-  return createHash('md5').update(name, 'utf8').update(SEPARATOR).update(key, 'utf8').digest('hex');
+export function seriesId(name: string, key: string, unit: string | null = null): string {
+  const h = createHash('md5').update(name, 'utf8').update(SEPARATOR).update(key, 'utf8');
+  if (unit !== null) h.update(SEPARATOR).update(unit, 'utf8');
+  return h.digest('hex');
 }
 
 const SEPARATOR = Buffer.from([0]);
@@ -22,6 +27,7 @@ const SEPARATOR = Buffer.from([0]);
 export interface SeriesRef {
   readonly id: string;
   readonly name: string;
+  readonly unit: string | null;
   readonly groupbyJson: string;
   /** Why PostgreSQL would refuse this series, or null. */
   readonly problem: string | null;
@@ -38,27 +44,46 @@ export interface SeriesRef {
 }
 
 /**
- * Series refs by the row's groupby object. The engine's RowFormatter hands out one groupby object per
- * series, so the id, the JSON and the checks are computed once per series rather than once per row;
- * a WeakMap lets the formatter's own bound decide how long they live.
+ * Series refs by the row's groupby object, name and unit. The engine's RowFormatter hands out one
+ * groupby object per series, so the id, the JSON and the checks are computed once per series rather
+ * than once per row; a WeakMap lets the formatter's own bound decide how long they live.
  */
 export class SeriesRefs {
-  readonly #byGroupby = new WeakMap<object, Map<string, SeriesRef>>();
+  readonly #byGroupby = new WeakMap<object, Map<string, SeriesRef | Map<string | null, SeriesRef>>>();
 
-  of(name: string, groupby: Record<string, string | null>): SeriesRef {
+  of(name: string, groupby: Record<string, string | null>, unit: string | null): SeriesRef {
     let byName = this.#byGroupby.get(groupby);
     if (byName === undefined) {
       byName = new Map();
       this.#byGroupby.set(groupby, byName);
     }
-    let ref = byName.get(name);
-    if (ref === undefined) {
-      const key = groupbyKey(groupby);
-      ref = { id: seriesId(name, key), name, groupbyJson: JSON.stringify(groupby), problem: seriesProblem(name, groupby), stored: false, rolledMs: -Infinity, rollFailed: false };
+    // One unit per name and groupby is the rule: the first ref is kept as it is, and only a name seen
+    // with a second unit gets a map of its units.
+    const known = byName.get(name);
+    if (known === undefined) {
+      const ref = newRef(name, groupby, unit);
       byName.set(name, ref);
+      return ref;
+    }
+    if (!(known instanceof Map)) {
+      if (known.unit === unit) return known;
+      const ref = newRef(name, groupby, unit);
+      byName.set(name, new Map([[known.unit, known], [unit, ref]]));
+      return ref;
+    }
+    let ref = known.get(unit);
+    if (ref === undefined) {
+      ref = newRef(name, groupby, unit);
+      known.set(unit, ref);
     }
     return ref;
   }
+}
+
+function newRef(name: string, groupby: Record<string, string | null>, unit: string | null): SeriesRef {
+  const id = seriesId(name, groupbyKey(groupby), unit);
+  const problem = seriesProblem(name, groupby) ?? textProblem('unit', unit ?? '');
+  return { id, name, unit, groupbyJson: JSON.stringify(groupby), problem, stored: false, rolledMs: -Infinity, rollFailed: false };
 }
 
 // U+0000: text refuses it (22021) and jsonb refuses \u0000 (22P05). A lone surrogate: jsonb refuses

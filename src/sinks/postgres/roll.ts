@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { SeriesRef } from './identity.js';
-import { isoMs } from './write.js';
+import { isoMs } from './encode.js';
 
 export const ROLLUP_MS = 3_600_000;
 /** Series rolled up per emission at most (see rollUp). */

@@ -282,6 +282,55 @@ export const MIGRATIONS: readonly string[] = [
   -- The windows stored so far, each series up to the hour of its latest window.
   ${ROLL_ALL};
   `,
+  // 4: a series is what the engine keys one: name, unit and groupby. Up to version 3 the unit was only
+  // a column of the window, so one name and groupby seen in two units (a Ceilometer counter_unit, a
+  // JSON_UNIT field that differs) was one series, and the second unit's window of a period was
+  // refused as the first's duplicate. A series with a unit now has an id of its own (seriesId() in
+  // identity.ts); one without keeps the id it had, so a store whose rows have no unit changes no row.
+  // The windows and rollups with a unit move to the series of their unit, which starts rolled up as
+  // far as the one they leave: a rollup row is per unit already, so every rollup stays the exact merge
+  // of its windows, and the triggers that would reopen the hours are off for the move.
+  `
+  CREATE FUNCTION streamstats_series_id(n text, k text, u text) RETURNS uuid LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT md5(convert_to(n, 'UTF8') || decode('00', 'hex') || convert_to(k, 'UTF8')
+      || CASE WHEN u IS NULL THEN ''::bytea ELSE decode('00', 'hex') || convert_to(u, 'UTF8') END)::uuid
+  $fn$;
+  ALTER TABLE streamstats_series ADD COLUMN unit text;
+  CREATE TEMP TABLE streamstats_unit_moves ON COMMIT DROP AS
+    SELECT u.old_id, u.unit, streamstats_series_id(s.name, streamstats_groupby_key(s.groupby), u.unit) AS new_id,
+      s.name, s.groupby, s.rolled_until
+    FROM (SELECT DISTINCT series AS old_id, unit FROM streamstats_windows WHERE unit IS NOT NULL
+          UNION SELECT series, unit FROM streamstats_rollups WHERE unit IS NOT NULL) u
+    JOIN streamstats_series s ON s.id = u.old_id;
+  INSERT INTO streamstats_series (id, name, groupby, unit, rolled_until)
+    SELECT new_id, name, groupby, unit, rolled_until FROM streamstats_unit_moves ON CONFLICT (id) DO NOTHING;
+  UPDATE streamstats_rollups r SET series = m.new_id FROM streamstats_unit_moves m WHERE r.series = m.old_id AND r.unit = m.unit;
+  ALTER TABLE streamstats_windows DISABLE TRIGGER streamstats_windows_updated_to;
+  ALTER TABLE streamstats_windows DISABLE TRIGGER streamstats_windows_updated_from;
+  UPDATE streamstats_windows w SET series = m.new_id FROM streamstats_unit_moves m WHERE w.series = m.old_id AND w.unit = m.unit;
+  ALTER TABLE streamstats_windows ENABLE TRIGGER streamstats_windows_updated_to;
+  ALTER TABLE streamstats_windows ENABLE TRIGGER streamstats_windows_updated_from;
+  -- A series all of whose windows had a unit is left with none.
+  DELETE FROM streamstats_series s USING (SELECT DISTINCT old_id FROM streamstats_unit_moves) m
+    WHERE s.id = m.old_id AND NOT EXISTS (SELECT 1 FROM streamstats_windows w WHERE w.series = s.id)
+      AND NOT EXISTS (SELECT 1 FROM streamstats_rollups r WHERE r.series = s.id);
+  -- Version 1's writers through the view: the row's unit is part of its series.
+  CREATE OR REPLACE FUNCTION streamstats_statistics_insert() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  DECLARE
+    sid uuid := streamstats_series_id(NEW.name, coalesce(NEW.groupby_key, streamstats_groupby_key(NEW.groupby)), NEW.unit);
+  BEGIN
+    INSERT INTO streamstats_series (id, name, groupby, unit) VALUES (sid, NEW.name, NEW.groupby, NEW.unit) ON CONFLICT (id) DO NOTHING;
+    INSERT INTO streamstats_windows (series, period_start, duration_start, duration_end, count, sum, min, max, m2,
+        partition, period, topic, unit, sketch)
+      VALUES (sid, NEW.period_start, NEW.duration_start, NEW.duration_end, NEW.count, NEW.sum, NEW.min, NEW.max, NEW.m2,
+        coalesce(NEW.partition, -1), round(NEW.period)::integer, coalesce(NEW.topic, ''), NEW.unit, NEW.sketch)
+      ON CONFLICT (series, period_start, partition, topic) DO UPDATE SET duration_start = EXCLUDED.duration_start,
+        duration_end = EXCLUDED.duration_end, count = EXCLUDED.count, sum = EXCLUDED.sum, min = EXCLUDED.min,
+        max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, sketch = EXCLUDED.sketch, updated_at = now();
+    RETURN NEW;
+  END
+  $fn$;
+  `,
 ];
 
 export const TABLES = {

@@ -1,5 +1,5 @@
-// PostgreSQL sink: the rows of one emission and, for a Kafka source, the partition's commit point in one
-// transaction. Rows PostgreSQL refuses for a reason of their own (a data error, a value over a limit)
+// PostgreSQL sink: the rows of the emissions queued since the last transaction and, for a Kafka source,
+// each partition's latest commit point in one transaction. Rows PostgreSQL refuses for a reason of their own (a data error, a value over a limit)
 // are returned as rejections and the rest is still written with the commit point: found by cheap checks
 // in JS first, and by bisection under savepoints for whatever the checks did not foresee.
 import pg from 'pg';
@@ -11,7 +11,8 @@ import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
-import { binaryProblem, ensureStaging, isoMs, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
+import { binaryProblem, isoMs } from './encode.js';
+import { ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
 import { rollUp } from './roll.js';
 import { redactUrl } from '../../config/redact.js';
 
@@ -40,14 +41,32 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
   }
 }
 
-const SAVE_POSITION = `
+const SAVE_POSITIONS = `
 INSERT INTO ${TABLES.positions} (group_id, topic, partition, next_offset, watermark_ms, applied_end, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, now())
+SELECT $1, t.*, now() FROM unnest($2::text[], $3::int[], $4::int8[], $5::float8[], $6::int8[]) AS t
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
   next_offset = EXCLUDED.next_offset, watermark_ms = EXCLUDED.watermark_ms, applied_end = EXCLUDED.applied_end, updated_at = now()`;
 
-/** Attempts of one emission's transaction when it fails for a transient reason. */
+/** Attempts of one transaction when it fails for a transient reason. */
 const WRITE_ATTEMPTS = 5;
+/** Rows of queued emissions that go into one transaction at most (an emission larger goes alone). */
+const GROUP_ROWS = 40_000;
+/** Transactions written the careful way straight away once a replay was seen (a row stored already). */
+const CAREFUL_GROUPS = 32;
+
+interface Pending {
+  readonly batch: RowBatch;
+  readonly commit: SinkCommit | undefined;
+  resolve(r: SinkWriteResult): void;
+  reject(err: unknown): void;
+}
+
+/** The latest commit point of each partition in a group, in the order first seen. */
+function lastCommits(group: readonly Pending[]): SinkCommit[] {
+  const byPartition = new Map<string, SinkCommit>();
+  for (const { commit } of group) if (commit !== undefined) byPartition.set(`${commit.topic}\u0000${commit.partition}`, commit);
+  return [...byPartition.values()];
+}
 
 /** Deadlock, serialization failure, a connection lost or the server going away: retrying can help. */
 function isTransient(err: unknown): boolean {
@@ -64,6 +83,10 @@ export class PostgresSink implements Sink, PositionStore {
   readonly #groupId: string;
   readonly #logger: Logger | undefined;
   readonly #series = new SeriesRefs();
+  readonly pipelined = true;
+  readonly #queue: Pending[] = [];
+  #draining: Promise<void> | null = null;
+  #carefulGroups = 0;
   #closing: Promise<void> | null = null;
 
   private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger) {
@@ -93,24 +116,66 @@ export class PostgresSink implements Sink, PositionStore {
     return new PostgresSink(pool, url, opts.groupId, opts.logger);
   }
 
-  async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
-    if (batch.rows.length === 0 && commit === undefined) return WRITTEN_ALL;
-    // A deadlock or serialization failure (two owners of a partition during a rebalance writing the
-    // same new series) or a dropped connection says nothing about the rows: the transaction is retried,
-    // a bounded number of times with jittered back-off, before the error counts as fatal.
-    return retry(() => this.#writeOnce(batch, commit), {
-      attempts: WRITE_ATTEMPTS,
-      baseDelayMs: 100,
-      maxDelayMs: 2000,
-      retriable: (err) => isTransient((err as { cause?: unknown }).cause),
-      onRetry: (err, attempt) => this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction'),
+  /**
+   * Emissions are queued and written in call order by one writer: whatever queued up while a
+   * transaction ran goes into the next one together (rows of several emissions and partitions, each
+   * partition's latest commit point), so the engine goes on applying records while PostgreSQL commits,
+   * and a commit, its round trips and its WAL flush are shared by every emission in it. One
+   * transaction at a time keeps the points of a partition in order; all-or-nothing keeps each point
+   * with the rows it implies. The queue is bounded by the engine (writes in flight per partition).
+   */
+  write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
+    if (batch.rows.length === 0 && commit === undefined) return Promise.resolve(WRITTEN_ALL);
+    if (this.#closing !== null) return Promise.reject(new StreamstatsError('STREAMSTATS_SINK', 'postgres: write after close', { canRetry: false }));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ batch, commit, resolve, reject });
+      this.#kick();
     });
   }
 
-  async #writeOnce(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
-    const rejected: RowRejection[] = [];
-    const rows = this.#prepare(batch.rows, rejected);
-    const client = await this.#connect(batch.rows.length);
+  /** Starts the writer unless it runs; one that ended as a write came in (resolving a caller) starts again. */
+  #kick(): void {
+    if (this.#draining !== null) return;
+    this.#draining = this.#drain().finally(() => {
+      this.#draining = null;
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const group: Pending[] = [];
+      let rows = 0;
+      while (this.#queue.length > 0 && (group.length === 0 || rows + this.#queue[0]!.batch.rows.length <= GROUP_ROWS)) {
+        const p = this.#queue.shift()!;
+        rows += p.batch.rows.length;
+        group.push(p);
+      }
+      try {
+        // A deadlock or serialization failure (two owners of a partition during a rebalance writing the
+        // same new series) or a dropped connection says nothing about the rows: the transaction is
+        // retried, a bounded number of times with jittered back-off, before the error counts as fatal.
+        const results = await retry(() => this.#writeOnce(group), {
+          attempts: WRITE_ATTEMPTS,
+          baseDelayMs: 100,
+          maxDelayMs: 2000,
+          retriable: (err) => isTransient((err as { cause?: unknown }).cause),
+          onRetry: (err, attempt) => this.#logger?.warn({ err, attempt }, 'postgres: transient write failure; retrying the transaction'),
+        });
+        group.forEach((p, i) => p.resolve(results[i]!));
+      } catch (err) {
+        // Nothing queued behind a failed write may commit: its points would pass rows never stored.
+        for (const p of [...group, ...this.#queue.splice(0)]) p.reject(err);
+      }
+    }
+  }
+
+  async #writeOnce(group: readonly Pending[]): Promise<SinkWriteResult[]> {
+    const rejected: RowRejection[][] = group.map(() => []);
+    const { rows, batchOf } = this.#prepareGroup(group, rejected);
+    const commits = lastCommits(group);
+    const n = group.reduce((a, p) => a + p.batch.rows.length, 0);
+    const client = await this.#connect(n);
     // A checked-out client that loses its connection emits 'error' besides failing its query; without
     // a listener that would be an uncaught exception instead of this write's rejection.
     let broken: Error | undefined;
@@ -118,23 +183,20 @@ export class PostgresSink implements Sink, PositionStore {
       broken = err;
     };
     client.on('error', onError);
+    const refused: Array<{ row: PreparedRow; detail: string }> = [];
     try {
-      await ensureStaging(client);
-      await client.query('BEGIN');
-      if (rows.length > 0) await this.#writeRows(client, rows, rejected);
-      if (commit !== undefined) await this.#savePosition(client, commit);
-      await client.query('COMMIT');
+      await this.#transaction(client, rows, commits, refused);
     } catch (err) {
       broken ??= err as Error;
       await client.query('ROLLBACK').catch(() => {});
       client.off('error', onError);
       client.release(broken);
-      throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${batch.rows.length} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
+      throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${n} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
     }
+    const refusedNow = new Set(refused.map((r) => r.row));
+    const stored = rows.filter((r) => !refusedNow.has(r));
     // The rows are stored: rolling up is a cache of them, and its failure (logged) fails nothing.
     try {
-      const refusedNow = new Set(rejected.map((r) => r.index));
-      const stored = rows.filter((r) => !refusedNow.has(r.index));
       for (const [ref, ms] of stored.length > 0 ? await rollUp(client, stored, this.#logger) : []) ref.rolledMs = ms;
     } catch (err) {
       broken ??= err as Error;
@@ -144,11 +206,41 @@ export class PostgresSink implements Sink, PositionStore {
       // A client whose write failed is discarded, not pooled: its session state is not known.
       client.release(broken);
     }
-    const refused = new Set(rejected.map((r) => r.index));
-    for (const r of rows) if (!refused.has(r.index)) r.series.stored = true;
-    if (rejected.length === 0) return WRITTEN_ALL;
-    rejected.sort((a, b) => a.index - b.index);
-    return { rejected };
+    for (const r of stored) r.series.stored = true;
+    for (const r of refused) rejected[batchOf.get(r.row)!]!.push({ index: r.row.index, detail: r.detail });
+    return rejected.map((list) => (list.length === 0 ? WRITTEN_ALL : { rejected: list.sort((a, b) => a.index - b.index) }));
+  }
+
+  /**
+   * The rows and points of a group in one transaction. First the cheap way: new series, one binary
+   * COPY into the table, the points, no savepoint. A row PostgreSQL refuses, or one stored already (a
+   * replay after a restart), aborts that: the transaction is rolled back and done again the careful
+   * way (#writeRows: savepoints, staging + upsert, bisection), which is also taken directly for a while
+   * after a replay was seen.
+   */
+  async #transaction(client: pg.PoolClient, rows: readonly PreparedRow[], commits: readonly SinkCommit[], refused: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
+    if (this.#carefulGroups > 0 && rows.length > 0) this.#carefulGroups--;
+    else {
+      await client.query('BEGIN');
+      try {
+        if (rows.length > 0) {
+          await insertSeries(client, rows);
+          await insertCopy(client, rows);
+        }
+        await this.#savePositions(client, commits);
+        await client.query('COMMIT');
+        return;
+      } catch (err) {
+        if (!isRowError(err)) throw err;
+        await client.query('ROLLBACK');
+        if (sqlState(err) === UNIQUE_VIOLATION) this.#carefulGroups = CAREFUL_GROUPS;
+      }
+    }
+    await ensureStaging(client);
+    await client.query('BEGIN');
+    await this.#writeRows(client, rows, refused);
+    await this.#savePositions(client, commits);
+    await client.query('COMMIT');
   }
 
   async #connect(n: number): Promise<pg.PoolClient> {
@@ -160,57 +252,76 @@ export class PostgresSink implements Sink, PositionStore {
   }
 
   /**
-   * The rows worth sending, each with its series; the others go to `rejected`: text PostgreSQL cannot
-   * store, a value binary COPY cannot carry (a timestamp that does not parse, a count that is not an
-   * integer), and a second row of the same identity in one batch (stored, it would be the same row:
-   * ON CONFLICT DO UPDATE refuses that with 21000, and row by row the later would overwrite the first).
+   * The rows worth sending, each with its series; the others go to `rejected` (per write of the
+   * group): text PostgreSQL cannot store, a value binary COPY cannot carry (a timestamp that does not
+   * parse, a count that is not an integer), and a second row of the same identity in one write
+   * (stored, it would be the same row: ON CONFLICT DO UPDATE refuses that with 21000, and row by row
+   * the later would overwrite the first). A row of the same identity as one of an earlier write of
+   * the group replaces it, as writing them one after the other would have.
    */
-  #prepare(batch: readonly StatsRow[], rejected: RowRejection[]): PreparedRow[] {
-    const out: PreparedRow[] = [];
-    // Series id -> positions in `out` of its rows: an emission holds one row per series mostly, so
-    // the rest of the identity is compared only for the few series seen twice.
-    const seen = new Map<string, number[]>();
-    for (let index = 0; index < batch.length; index++) {
-      const row = batch[index]!;
-      const series = this.#series.of(row.name, row.groupby);
-      const problem = series.problem ?? textProblem('unit', row.unit ?? '') ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
-      if (problem !== null) {
-        rejected.push({ index, detail: `postgres: not sent: ${problem}` });
-        continue;
+  #prepareGroup(group: readonly Pending[], rejected: RowRejection[][]): { rows: PreparedRow[]; batchOf: Map<PreparedRow, number> } {
+    const out: Array<PreparedRow | null> = [];
+    const batchOf = new Map<PreparedRow, number>();
+    // The row's identity as stored (series id, period_start as an instant, partition, topic) -> its
+    // position in `out`: a group holds a row of most series per emission, so one lookup a row.
+    const seen = new Map<string, number>();
+    group.forEach(({ batch }, b) => {
+      const rows = batch.rows;
+      for (let index = 0; index < rows.length; index++) {
+        const row = rows[index]!;
+        const series = this.#series.of(row.name, row.groupby, row.unit);
+        const problem = series.problem ?? textProblem('topic', row.topic ?? '') ?? binaryProblem(row);
+        if (problem !== null) {
+          rejected[b]!.push({ index, detail: `postgres: not sent: ${problem}` });
+          continue;
+        }
+        const key = `${series.id}${isoMs(row.period_start)}\u0000${row.partition ?? -1}\u0000${row.topic ?? ''}`;
+        const at = seen.get(key);
+        if (at !== undefined) {
+          const first = out[at]!;
+          if (batchOf.get(first) === b) {
+            rejected[b]!.push({
+              index,
+              detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, unit, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
+            });
+            continue;
+          }
+          // Written by an earlier emission of the group: this one's row is what stays.
+          out[at] = null;
+        }
+        const p: PreparedRow = { index, row, series };
+        batchOf.set(p, b);
+        seen.set(key, out.length);
+        out.push(p);
       }
-      const same = seen.get(series.id);
-      const first = same?.map((j) => out[j]!).find((o) => sameWindow(o.row, row));
-      if (first !== undefined) {
-        rejected.push({
-          index,
-          detail: `postgres 21000: not sent: the same identity as row ${first.index} of this batch (name, groupby, topic, partition, period_start; as stored, where a lone surrogate reads U+FFFD)`,
-        });
-        continue;
-      }
-      if (same === undefined) seen.set(series.id, [out.length]);
-      else same.push(out.length);
-      out.push({ index, row, series });
-    }
-    return out;
+    });
+    // In primary key order (series first): the index takes the COPY's rows in order, page after
+    // page, instead of at random places (about 1 us less server CPU a row on 4,000-row emissions).
+    const rows = out.filter((r): r is PreparedRow => r !== null).sort(bySeries);
+    return { rows, batchOf };
   }
 
   /**
-   * The whole batch by binary COPY; when a row is stored already (a replay after a restart), by COPY into
-   * staging and one upsert. A row-level error rolls back to the savepoint and the rows are bisected:
-   * log2(n) statements per bad row, all in the same transaction as the commit point.
+   * The careful way: the rows by binary COPY under a savepoint, or (a row stored already: a replay
+   * after a restart) by COPY into staging and one upsert. A row-level error rolls back to the savepoint
+   * and the rows are bisected: log2(n) statements per bad row, all in the same transaction as the
+   * commit points.
    */
-  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: RowRejection[]): Promise<void> {
+  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
     await client.query('SAVEPOINT streamstats_batch');
     try {
       await insertSeries(client, rows);
-      try {
-        await client.query('SAVEPOINT streamstats_copy');
-        await insertCopy(client, rows);
-        await client.query('RELEASE SAVEPOINT streamstats_copy');
-      } catch (err) {
-        if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
-        await client.query('ROLLBACK TO SAVEPOINT streamstats_copy');
-        await upsertCopy(client, rows);
+      if (this.#carefulGroups > 0) await upsertCopy(client, rows);
+      else {
+        try {
+          await client.query('SAVEPOINT streamstats_copy');
+          await insertCopy(client, rows);
+          await client.query('RELEASE SAVEPOINT streamstats_copy');
+        } catch (err) {
+          if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
+          await client.query('ROLLBACK TO SAVEPOINT streamstats_copy');
+          await upsertCopy(client, rows);
+        }
       }
       await client.query('RELEASE SAVEPOINT streamstats_batch');
       return;
@@ -222,7 +333,7 @@ export class PostgresSink implements Sink, PositionStore {
     await this.#bisect(client, rows, rejected);
   }
 
-  async #bisect(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: RowRejection[]): Promise<void> {
+  async #bisect(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
     if (rows.length === 0) return;
     await client.query('SAVEPOINT streamstats_part');
     try {
@@ -235,7 +346,7 @@ export class PostgresSink implements Sink, PositionStore {
       await client.query('ROLLBACK TO SAVEPOINT streamstats_part');
       await client.query('RELEASE SAVEPOINT streamstats_part');
       if (rows.length === 1) {
-        rejected.push({ index: rows[0]!.index, detail: pgDetail(err) });
+        rejected.push({ row: rows[0]!, detail: pgDetail(err) });
         return;
       }
     }
@@ -244,9 +355,17 @@ export class PostgresSink implements Sink, PositionStore {
     await this.#bisect(client, rows.slice(half), rejected);
   }
 
-  async #savePosition(client: pg.ClientBase, c: SinkCommit): Promise<void> {
-    const p: CommitPoint = c.point;
-    await client.query(SAVE_POSITION, [this.#groupId, c.topic, c.partition, p.position, Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, p.appliedEnd]);
+  /** The points of a group, one statement (at most one per partition: lastCommits). */
+  async #savePositions(client: pg.ClientBase, commits: readonly SinkCommit[]): Promise<void> {
+    if (commits.length === 0) return;
+    await client.query({
+      name: 'streamstats_save_positions',
+      text: SAVE_POSITIONS,
+      values: [
+        this.#groupId, commits.map((c) => c.topic), commits.map((c) => c.partition), commits.map((c) => c.point.position),
+        commits.map((c) => (Number.isFinite(c.point.watermarkMs) ? c.point.watermarkMs : 0)), commits.map((c) => c.point.appliedEnd),
+      ],
+    });
   }
 
   async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
@@ -261,15 +380,18 @@ export class PostgresSink implements Sink, PositionStore {
     return this.#pool;
   }
 
+  /** Ends the pool once the queued writes are done (or failed). */
   close(): Promise<void> {
-    this.#closing ??= this.#pool.end();
+    this.#closing ??= (async () => {
+      while (this.#draining !== null) await this.#draining;
+      await this.#pool.end();
+    })();
     return this.#closing;
   }
 }
 
-/** The same window of one series: what the primary key compares besides the series (period_start as an instant). */
-function sameWindow(a: StatsRow, b: StatsRow): boolean {
-  return isoMs(a.period_start) === isoMs(b.period_start) && (a.partition ?? -1) === (b.partition ?? -1) && (a.topic ?? '') === (b.topic ?? '');
+function bySeries(a: PreparedRow, b: PreparedRow): number {
+  return a.series.id < b.series.id ? -1 : a.series.id > b.series.id ? 1 : 0;
 }
 
 const UNIQUE_VIOLATION = '23505';

@@ -9,9 +9,10 @@
 // resolves right away and returns (heartbeats only flow between batches); after every group join
 // kafkajs restarts each assigned partition from its committed offset, so on a join all partition
 // state is dropped and rebuilt from the commit (offset + metadata).
+import { connect } from 'node:net';
 import kafkajs, { type EachBatchPayload, type Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
-import { Signal } from '../../async/index.js';
+import { Signal, withTimeout } from '../../async/index.js';
 import type { KafkaConfig } from '../../config/index.js';
 import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -34,6 +35,27 @@ import { BufferRecycler } from '../recycle.js';
 
 /** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
 export const REPEATED_LOG_INTERVAL_MS = 10_000;
+
+/** Longest a back-off's broker probe (a TCP connect) waits for an answer. */
+const BROKER_PROBE_TIMEOUT_MS = 500;
+
+/** Whether any of the brokers (host:port) accepts a TCP connection within `timeoutMs`. */
+function anyBrokerAnswers(brokers: readonly string[], timeoutMs: number): Promise<boolean> {
+  return Promise.all(brokers.map((b) => new Promise<boolean>((resolve) => {
+    const at = b.lastIndexOf(':');
+    const socket = connect({ host: b.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(b.slice(at + 1)), timeout: timeoutMs });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  }))).then((r) => r.includes(true));
+}
+
+/** Longest a scrape waits for the high watermarks it polls; past it the last known ones are used. */
+export const LAG_SCRAPE_POLL_MS = 1_000;
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
@@ -74,6 +96,10 @@ export class KafkaSource {
   readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
   #fatal: Error | null = null;
+  /** Messages behind when the group was left at shutdown (null until then). */
+  #lagAtStop: number | null = null;
+  /** The scrape-time refresh under way: concurrent scrapes share it. */
+  #refreshing: Promise<void> | null = null;
 
   constructor(opts: KafkaSourceOptions) {
     const { kafka, engine, metrics } = opts;
@@ -113,14 +139,40 @@ export class KafkaSource {
       onFailure: (err) => logger.error({ err, brokers: kafka.brokers }, 'kafka: session failed (brokers unreachable or consumer crashed); reconnecting'),
       onBackoff: (attempt, delayMs) => {
         metrics.kafkaReconnects.inc();
-        logger.warn({ attempt, delayMs: Math.round(delayMs) }, 'kafka: reconnecting after back-off');
+        logger.warn({ attempt, delayMs: Math.round(delayMs) }, 'kafka: reconnecting after back-off (sooner if a broker answers again)');
       },
+      probe: () => anyBrokerAnswers(kafka.brokers, BROKER_PROBE_TIMEOUT_MS),
     });
   }
 
   /** Ready: in the group with an assignment, and nothing crashed. */
   get ready(): boolean {
     return this.#session?.joined === true && this.#fatal === null;
+  }
+
+  /**
+   * Sets the lag gauges from high watermarks polled now (bounded by LAG_SCRAPE_POLL_MS), so that a
+   * scrape never reads less lag than the broker's log end shows at the moment it asked.
+   */
+  refreshLag(): Promise<void> {
+    this.#refreshing ??= (async () => {
+      const admin = this.#session?.admin ?? null;
+      if (admin !== null) await withTimeout(this.#lag.poll(admin), LAG_SCRAPE_POLL_MS, 'kafka high watermark poll').catch(() => {});
+      this.#lag.update(Date.now(), (h) => this.#intake.has(h));
+    })().finally(() => {
+      this.#refreshing = null;
+    });
+    return this.#refreshing;
+  }
+
+  /** Messages behind on the held partitions, as the lag gauges last computed them. */
+  lagMessages(): number {
+    return this.#lag.totalMessages();
+  }
+
+  /** Messages behind when it stopped: after the last batches were applied, from high watermarks polled then. */
+  get lagAtStop(): number | null {
+    return this.#lagAtStop;
   }
 
   /** Stop fetching; run() then finishes in-flight batches, commits, leaves the group. Idempotent. */
@@ -162,7 +214,13 @@ export class KafkaSource {
         onCrash: () => this.#lag.detach(Date.now()),
         onBatch: (payload) => this.#onBatch(session, payload),
         onEnd: async (stopping) => {
-          if (stopping) await this.#drainAndCommit(session);
+          if (stopping) {
+            await this.#drainAndCommit(session);
+            if (this.#lag.size > 0) {
+              await this.refreshLag();
+              this.#lagAtStop = this.#lag.totalMessages();
+            }
+          }
           else this.#lag.detach(Date.now());
           this.#intake.attach(null);
           void this.#dropAll({ keepLag: !stopping });
