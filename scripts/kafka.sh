@@ -17,7 +17,9 @@
 #   KAFKA_START_TIMEOUT    seconds to wait        (default 90)
 #   JAVA                   java binary            (default $JAVA_HOME/bin/java or java)
 #   KAFKA_KEEP_DATA        1 = stop keeps the data and the next start reuses it (a broker restart,
-#                          e.g. for outage tests); default 0: stop deletes it, start formats anew
+#                          e.g. for outage tests); default 0: stop deletes it, start formats anew.
+#                          A failed start never deletes data; with 1, data that is no broker's as it
+#                          stands (no readable meta.properties) stops the start and is left alone
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -152,10 +154,17 @@ cmd_start() {
   local data_dir="" reuse=0
   if [[ "$KEEP_DATA" == 1 && -s "$DATA_DIR_FILE" ]]; then
     data_dir="$(cat "$DATA_DIR_FILE")"
-    [[ -f "$data_dir/meta.properties" ]] && reuse=1
+    if [[ -s "$data_dir/meta.properties" ]]; then
+      reuse=1
+    elif [[ -d "$data_dir" ]] && [[ -n "$(ls -A "$data_dir" 2>/dev/null)" ]]; then
+      # Data kept on purpose, but not a broker's as it stands (a kill -9 can leave meta.properties
+      # empty): neither formatted over nor deleted. Only the operator knows whether it matters.
+      die "KAFKA_KEEP_DATA=1: $data_dir has no readable meta.properties; not starting over it and not deleting it (move it away, or run stop with KAFKA_KEEP_DATA=0 to delete it)"
+    fi
   fi
   if ((reuse == 0)); then
-    cleanup_data   # stale data from a crashed/killed run
+    # KAFKA_KEEP_DATA=0 means each start begins anew: earlier runs' data goes. With 1 nothing is deleted.
+    [[ "$KEEP_DATA" == 1 ]] || cleanup_data
     data_dir="$(mktemp -d "$RUN_DIR/data.XXXXXX")"
     echo "$data_dir" >"$DATA_DIR_FILE"
   fi
@@ -212,9 +221,11 @@ wait_ready() {
       return 0
     fi
     if ! broker_pid >/dev/null; then
-      log "broker process exited during startup"
+      # A failed start never deletes data: it may be a kept broker's (KAFKA_KEEP_DATA=1) that a
+      # broker refused for a reason worth reading; stop deletes it when the operator asks to.
+      log "broker process exited during startup; its data is kept in $(cat "$DATA_DIR_FILE" 2>/dev/null)"
       show_log_tail 50
-      cleanup_data
+      rm -f "$PID_FILE" "$PORT_FILE"
       exit 1
     fi
     sleep 0.25

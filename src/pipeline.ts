@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from './config/index.js';
-import { Decoder } from './core/decode.js';
+import { Decoder, dictionaryBytesFor } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
@@ -13,7 +13,7 @@ import { openDeadLetter } from './sinks/dead-letter.js';
 import { createSink } from './sinks/index.js';
 import { StreamSource } from './sources/file.js';
 import { GeneratorSource } from './sources/generator.js';
-import type { PullSource } from './sources/types.js';
+import type { LaneHost, PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { BUSY_SAMPLE_MS, BusyClock, endlessProgressLine } from './progress.js';
 import type { Metrics } from './metrics/index.js';
@@ -51,6 +51,7 @@ export function decoderSettings(config: Config): DecoderSettings {
     maxNameBytes: config.maxNameBytes,
     maxDimensionBytes: config.maxDimensionBytes,
     maxSeriesKeyBytes: config.maxSeriesKeyBytes,
+    dictionaryBytes: dictionaryBytesFor(config.workerMaxMemoryMb),
   };
 }
 
@@ -128,8 +129,10 @@ export class Pipeline {
       },
     });
     metrics.poolThreads.set(config.workerThreads);
-    // Before anything loads kafkajs (the sink and the dead-letter output may): the Kafka source's
-    // replacements for parts of kafkajs's consumer must be in its module cache first (preload.ts).
+    // Before anything loads kafkajs (the sink and the dead-letter output may): our replacements for
+    // parts of kafkajs's producer and, for a Kafka source, its consumer must be in its module cache
+    // first (src/kafka/preload.ts, src/sources/kafka/preload.ts).
+    await import('./kafka/preload.js');
     if (config.source.kind === 'kafka') await import('./sources/kafka/preload.js');
     const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
     const deadLetter = await openDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
@@ -148,7 +151,7 @@ export class Pipeline {
       decoder: new Decoder(settings),
       percentiles: config.percentiles,
       percentileAccuracy: config.percentileAccuracy,
-      autoOpenPartitions: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
+      autoOpenLanes: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
       // protocol makes the restart safe). Never a stall behind a 200.
@@ -165,7 +168,7 @@ export class Pipeline {
       const { KafkaSource } = await import('./sources/kafka/source.js');
       source = this.#endless = new KafkaSource({
         kafka: config.kafka,
-        engine,
+        lanes: engine,
         metrics,
         logger,
         batchSize: config.batchSize,
@@ -182,7 +185,7 @@ export class Pipeline {
       const { RedisSource } = await import('./sources/redis/source.js');
       source = this.#endless = new RedisSource({
         redis: config.redis,
-        engine,
+        lanes: engine,
         metrics,
         logger,
         deadLetter,
@@ -254,8 +257,11 @@ export class Pipeline {
         await this.#endless?.run();
       } else {
         this.#startProgress(pull, engine, started);
+        // A pull source is one lane, opened on its first batch (autoOpenLanes): the pipeline hands its
+        // batches to the lane host as the Kafka and Redis sources hand theirs.
+        const lanes: LaneHost = engine;
         for await (const batch of pull.batches()) {
-          await engine.submit(batch);
+          await lanes.submit(batch);
           if (this.#stopped) break;
         }
         this.#ready = false;

@@ -40,11 +40,13 @@ import { spawnCli } from '../../test/fixtures/engine-process.js';
 
 export const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const PRODUCE = join(ROOT, 'dist', 'src', 'tools', 'produce.js');
+/** Prints each thread's CPU seconds at exit: an engine run's CPU per record and per row. */
+const THREAD_CPU_PRELOAD = new URL('../lib/thread-cpu-preload.js', import.meta.url).href;
 /** /metrics is polled this often while the engine runs: a scrape costs the engine well under 1 ms. */
 const POLL_MS = 50;
 const TARGETS = { ofBare: 0.9, ofNaive: 1.3 };
-/** Issue 10, item 5: streamstats against the Kafka Streams peer, and the sinks against /dev/null. */
-const SINK_TARGETS = { kafkaOfPeer: 2.5, eosOfPeerEos: 2, kafkaOfDevNull: 0.7, pgOfDevNull: 0.5 };
+/** Streamstats against the Kafka Streams peer, the sinks against /dev/null, and the Kafka sink's CPU per row. */
+const SINK_TARGETS = { kafkaOfPeer: 2.5, eosOfPeerEos: 2, kafkaOfDevNull: 0.7, pgOfDevNull: 0.5, kafkaCpuUsPerRow: 2 };
 /** An output is complete when its end reached the expected rows and has not moved for this long. */
 const SETTLE_MS = 1000;
 const PARTITIONS = 4;
@@ -167,8 +169,8 @@ export interface EngineProcess {
   readonly port: Promise<number>;
   scrape(): Promise<Metrics>;
   ready(): Promise<boolean>;
-  /** SIGTERM and wait: exit code, the peak RSS from the preload, the stderr tail. */
-  stop(): Promise<{ code: number | null; maxRssBytes: number; stderrTail: string }>;
+  /** SIGTERM and wait: exit code, the peak RSS and the CPU seconds of all threads from the preloads, the stderr tail. */
+  stop(): Promise<{ code: number | null; maxRssBytes: number; cpuSeconds: number; stderrTail: string }>;
 }
 
 export function startEngine(vars: Readonly<Record<string, string>>, dir: string): EngineProcess {
@@ -187,10 +189,12 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
   };
   const spawnedAt = performance.now();
   let maxRssBytes = NaN;
+  let cpuSeconds = NaN;
   const { child, port: listening, stderr, closed } = spawnCli(env, {
-    nodeArgs: ['--import', PATHS.preload],
+    nodeArgs: ['--import', PATHS.preload, '--import', THREAD_CPU_PRELOAD],
     onLine: (line) => {
       if (line.startsWith('{"bench":"maxrss"')) maxRssBytes = (JSON.parse(line) as { maxRssBytes: number }).maxRssBytes;
+      if (line.startsWith('{"bench":"threads"')) cpuSeconds = Object.values((JSON.parse(line) as { threads: Record<string, number> }).threads).reduce((a, b) => a + b, 0);
     },
   });
   const tail = () => stderr().slice(-4000);
@@ -206,7 +210,7 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     stop: async () => {
       child.kill('SIGTERM');
       const code = await closed;
-      return { code, maxRssBytes, stderrTail: tail() };
+      return { code, maxRssBytes, cpuSeconds, stderrTail: tail() };
     },
   };
 }
@@ -279,7 +283,7 @@ export async function runEngine(
   dir: string,
   vars: Readonly<Record<string, string>>,
   output: EngineOutput,
-): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number }> {
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number }> {
   const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
   const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
@@ -322,11 +326,17 @@ export async function runEngine(
       startToRows: (rowsAt - e.spawnedAt) / 1000,
       firstToRows: (rowsAt - first) / 1000,
       outputEnd: end?.value ?? rows,
+      cpuSeconds: s.cpuSeconds,
     };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
     await admin?.disconnect().catch(() => {});
   }
+}
+
+/** The whole process's CPU (every thread, start to exit) per input record and per row written. */
+function cpuPerRow(r: { cpuSeconds: number; rows: number }): Record<string, number> {
+  return { cpuSeconds: r.cpuSeconds, cpuUsPerRow: (r.cpuSeconds * 1e6) / r.rows };
 }
 
 /** A streamstats sink variant as a sample: "last" is the last row out. */
@@ -335,7 +345,7 @@ function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: 
     startToLast: r.startToRows,
     firstToLast: r.firstToRows,
     maxRssBytes: r.maxRssBytes,
-    extra: { firstToRowsSeconds: r.firstToRows, recordsAppliedSeconds: r.firstToLast, outputEnd: r.outputEnd, ...extra },
+    extra: { firstToRowsSeconds: r.firstToRows, recordsAppliedSeconds: r.firstToLast, outputEnd: r.outputEnd, ...cpuPerRow(r), ...extra },
   });
 }
 
@@ -542,7 +552,7 @@ export const kafkaE2eScenario: Scenario = {
             const r = await runEngine(topic, n, scratch.dir, {}, { rows: expectedRows });
             threads = r.threads;
             rows = r.rows;
-            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows } });
+            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r) } });
           },
         },
         {
@@ -636,7 +646,17 @@ export const kafkaE2eScenario: Scenario = {
         const sl = r.extra.startToLastSeconds!;
         const start = r === devNull ? r.extra.startToRowsSeconds! : sl;
         return `| ${r.label} | ${fmt.int(n / fr.median)} | ${fmt.int(n / fr.max)}-${fmt.int(n / fr.min)} | ${fmt.secs(fr.median)} (${fmt.secs(fr.min)}-${fmt.secs(fr.max)}) | ` +
-          `${fmt.int(n / start.median)} | ${fmt.secs(start.median)} | ${fmt.mib(r.peakRssBytes.max)} |`;
+          `${fmt.int(n / start.median)} | ${fmt.secs(start.median)} | ${fmt.mib(r.peakRssBytes.max)} | ${cpuText(r)} |`;
+      };
+      // CPU per row: the whole engine process (every thread, start to exit) over the rows it wrote. A
+      // sink's own cost is that less (c)'s, whose rows go to /dev/null: the same input, decoding and
+      // windows, so the difference is what the sink adds per row (median of the per-round differences).
+      const cpuText = (r: VariantResult): string => (r.extra.cpuUsPerRow === undefined ? '' : `${r.extra.cpuUsPerRow.median.toFixed(1)} (${r.extra.cpuUsPerRow.min.toFixed(1)}-${r.extra.cpuUsPerRow.max.toFixed(1)})`);
+      const sinkCpu = (r: VariantResult): Summary => summarize(r.samples.map((x, i) => x.extra!.cpuUsPerRow! - devNull.samples[i]!.extra!.cpuUsPerRow!));
+      const cpuRow = (r: VariantResult, target?: number): string => {
+        const d = sinkCpu(r);
+        const v = target === undefined ? '' : d.median <= target ? `met (<= ${target})` : `**not met** (target <= ${target})`;
+        return `| ${r.label} | ${r.extra.cpuUsPerRow!.median.toFixed(1)} | ${d.median.toFixed(2)} | ${d.min.toFixed(2)}-${d.max.toFixed(2)} | ${v} |`;
       };
       const ratioRow = (name: string, x: { ratio: number; rounds: Summary }, target?: number): string =>
         `| ${name} | ${fmt.ratio(x.ratio)} | ${spread(x.rounds)} | ${target === undefined ? '' : verdict(x.ratio, target)} |`;
@@ -688,9 +708,17 @@ export const kafkaE2eScenario: Scenario = {
           `Per stored row (medians; \`bench/lib/pg-cost.ts\`): the engine process's CPU ${ssPg.extra.clientCpuUsPerRow!.median.toFixed(1)} us (main thread ${ssPg.extra.clientMainCpuUsPerRow!.median.toFixed(1)}), ` +
           `the PostgreSQL backends' CPU ${ssPg.extra.serverCpuUsPerRow!.median.toFixed(1)} us (\`/proc/<backend pid>/stat\` of the sink's connections), WAL ${fmt.int(ssPg.extra.walBytesPerRow!.median)} bytes (\`pg_current_wal_lsn()\` difference).`,
         '',
-        '| variant | records/s, first->last row (median) | range | first->last row s, median (min-max) | records/s, start->last row (median) | start->last row s, median | peak RSS MiB (max) |',
-        '|---|---:|---:|---:|---:|---:|---:|',
+        '| variant | records/s, first->last row (median) | range | first->last row s, median (min-max) | records/s, start->last row (median) | start->last row s, median | peak RSS MiB (max) | CPU us per row, whole process, median (min-max) |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|',
         ...sinks.variants.map(sinkRow),
+        '',
+        `CPU per row: every thread of the engine process from start to exit (\`bench/lib/thread-cpu-preload.ts\`), over the ${fmt.int(expectedRows)} rows; the sink's own is that less (c)'s in the same round (same input, decoding and windows, rows to /dev/null).`,
+        '',
+        '| sink | CPU us per row, whole process (median) | the sink\'s CPU us per row: less (c)\'s (median of rounds) | per-round range | target |',
+        '|---|---:|---:|---:|---|',
+        cpuRow(ssKafka, SINK_TARGETS.kafkaCpuUsPerRow),
+        cpuRow(ssEos, SINK_TARGETS.kafkaCpuUsPerRow),
+        cpuRow(ssPg),
         '',
         '| ratio (records/s to the last row) | ratio of medians | spread | target (issue 10) |',
         '|---|---:|---:|---|',
@@ -740,7 +768,8 @@ export const kafkaE2eScenario: Scenario = {
             `start->last (c)/(a) ${fmt.ratio(rBareStart)}, (c)/(b) ${fmt.ratio(rNaiveStart)}`,
           `kafka-e2e sinks (to the last row): /dev/null ${fmt.int(devNull.recordsPerSecond.median)}, Kafka ${fmt.int(ssKafka.recordsPerSecond.median)}, EOS ${fmt.int(ssEos.recordsPerSecond.median)}, ` +
             `PostgreSQL ${fmt.int(ssPg.recordsPerSecond.median)} (${fmt.int(bytesPerRow)} B/row), peer ${fmt.int(peer.recordsPerSecond.median)}, peer EOS ${fmt.int(peerEos.recordsPerSecond.median)} rec/s; ` +
-            `(d)/(f) ${fmt.ratio(kOfPeer.ratio)}, (e)/(g) ${fmt.ratio(eOfPeerEos.ratio)}, (d)/(c) ${fmt.ratio(kOfNull.ratio)}, (h)/(c) ${fmt.ratio(pgOfNull.ratio)}`,
+            `(d)/(f) ${fmt.ratio(kOfPeer.ratio)}, (e)/(g) ${fmt.ratio(eOfPeerEos.ratio)}, (d)/(c) ${fmt.ratio(kOfNull.ratio)}, (h)/(c) ${fmt.ratio(pgOfNull.ratio)}; ` +
+            `sink CPU us per row: Kafka ${sinkCpu(ssKafka).median.toFixed(2)}, EOS ${sinkCpu(ssEos).median.toFixed(2)}, PostgreSQL ${sinkCpu(ssPg).median.toFixed(2)}`,
         ],
       };
     } finally {

@@ -20,11 +20,15 @@ export interface CommitPoint {
 /** What a restore needs besides the position to resume from (a Kafka commit carries it as metadata). */
 export type RestoredPoint = Omit<CommitPoint, 'position'>;
 
-/** Names a lane in what the sink writes (rows, dead letters, stored points): the input and its lane number. */
+/**
+ * Names a lane in what the sink writes (rows, dead letters, stored points): the input and the lane's
+ * number within it. The fields keep the names the outputs have always had (the rows' `topic` and
+ * `partition`, the PostgreSQL columns, the dead letters' `kafka_partition`, the metrics' labels).
+ */
 export interface LaneIdentity {
   /** The input: a Kafka topic, a Redis stream key. */
   readonly topic: string;
-  /** The lane within it: a Kafka partition; for a Redis stream, the number its source gives the lane (a consumer's slot). */
+  /** The lane within it: a Kafka partition; for a Redis stream, the number its source gives the consumer's lane. */
   readonly partition: number;
 }
 
@@ -46,8 +50,12 @@ export interface PositionStore {
   readPositions(topic: string, lanes: readonly number[]): Promise<Map<number, CommitPoint>>;
 }
 
-/** What a partition starts from when it opens: where its rows say they come from, and what the last commit restored. */
-export interface PartitionInit extends Partial<RestoredPoint> {
-  /** Stamped on the lane's rows and dead letters; absent for an unpartitioned input (file, generator). */
+/**
+ * What a lane opens at (its restored point): where its rows say they come from, and what the last
+ * commit restored. `position`, where the lane's input resumes, is the source's to seek to (Kafka
+ * resumes there itself); the lane keeps it only to say where a rebuild replays from.
+ */
+export interface LaneInit extends Partial<CommitPoint> {
+  /** Stamped on the lane's rows and dead letters; absent for an unnumbered input (file, generator). */
   readonly identity?: LaneIdentity;
 }

@@ -26,18 +26,35 @@ function decodeSafe(s: string): string {
 }
 
 /**
+ * Where a URL's text (after "scheme://") splits: the user info before `at` (-1: none), the query or
+ * fragment from `q` (-1: none). An unencoded "?" or "#" in a password ("u:pa#ss@host") would end the
+ * authority before its "@" and leave no user info to redact, so when the authority holds no "@" but
+ * the text after it does, the user info runs to the last "@" and the query starts after it. A query
+ * value holding an "@" is then redacted as user info too: too much hidden, never a password shown.
+ */
+function splitUrl(rest: string): { at: number; q: number } {
+  const q = rest.search(/[?#]/);
+  const at = (q === -1 ? rest : rest.slice(0, q)).lastIndexOf('@');
+  if (at !== -1 || q === -1) return { at, q };
+  const late = rest.lastIndexOf('@');
+  if (late === -1) return { at, q };
+  // What follows may be the rest of a query ("?x=a@b&password=…"): its parameters are still judged.
+  const after = rest.slice(late + 1).search(/[?#&;]/);
+  return { at: late, q: after === -1 ? -1 : late + 1 + after };
+}
+
+/**
  * A URL without its credentials: the password of the user info (or a lone user name, often a token)
  * and password-like query parameters become ***. Works on text that does not parse as a URL too (an
- * unencoded "/" or "@" in a password): then everything between "//" and the last "@" goes.
+ * unencoded "/", "@", "?" or "#" in a password): then everything between "//" and the last "@" goes.
  */
 export function redactUrl(url: string): string {
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
   if (scheme === null) return url;
   const rest = url.slice(scheme[0].length);
-  const q = rest.search(/[?#]/);
+  const { at, q } = splitUrl(rest);
   const authorityAndPath = q === -1 ? rest : rest.slice(0, q);
   const tail = q === -1 ? '' : redactQuery(rest.slice(q));
-  const at = authorityAndPath.lastIndexOf('@');
   if (at === -1) return `${scheme[0]}${authorityAndPath}${tail}`;
   const userInfo = authorityAndPath.slice(0, at);
   const colon = userInfo.indexOf(':');
@@ -55,12 +72,10 @@ export function urlCredentials(url: string): string[] {
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
   if (scheme === null) return [];
   const rest = url.slice(scheme[0].length);
-  const q = rest.search(/[?#]/);
-  const authority = q === -1 ? rest : rest.slice(0, q);
+  const { at, q } = splitUrl(rest);
   const out: string[] = [];
-  const at = authority.lastIndexOf('@');
   if (at !== -1) {
-    const userInfo = authority.slice(0, at);
+    const userInfo = rest.slice(0, at);
     const colon = userInfo.indexOf(':');
     if (colon !== -1) out.push(userInfo.slice(colon + 1));
   }

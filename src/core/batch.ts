@@ -2,9 +2,13 @@
 // Kept on the main thread until the batch is applied, so a crashed worker never loses it.
 
 export interface Batch {
-  /** Source partition (0 for unpartitioned sources). Windows, watermark and commits are per partition. */
-  readonly partition: number;
-  /** Monotonic per partition; partials are applied in this order. */
+  /**
+   * The lane the batch belongs to: the number its source gave it (a Kafka source one per held
+   * partition and generation, a Redis source one per stream consumer, 0 for a pull source). Windows,
+   * watermark and commit points are per lane.
+   */
+  readonly lane: number;
+  /** Monotonic per lane; partials are applied in this order. */
   readonly seq: number;
   readonly data: Buffer;
   /** offsets[i]..offsets[i+1] is message i in data. */

@@ -50,6 +50,8 @@ export class Decoder {
   /** The series dictionary shared with the main thread (decodeBatchCompact): ids below #sent are known there. */
   #dict = newDictId();
   #sent = 0;
+  /** Dictionaries started over from since the last result sent (WireResult.retired). */
+  #retired: number[] = [];
   readonly #interner: SeriesInterner;
   #batchNo = 0;
   readonly #maxKnown: number;
@@ -63,7 +65,7 @@ export class Decoder {
   constructor(settings: DecoderSettings, opts: DecoderOptions = {}) {
     validateDecoderSettings(settings);
     this.#maxKnown = opts.maxDictionary ?? 1_000_000;
-    this.#maxKnownBytes = opts.maxDictionaryBytes ?? DECODER_DICTIONARY_BYTES;
+    this.#maxKnownBytes = opts.maxDictionaryBytes ?? settings.dictionaryBytes ?? DECODER_DICTIONARY_BYTES;
     this.#settings = settings;
     this.#maxSeriesKeyBytes = settings.maxSeriesKeyBytes ?? DECODER_DEFAULTS.maxSeriesKeyBytes;
     this.#interner = new SeriesInterner(settings.groupBy, this.#maxSeriesKeyBytes);
@@ -84,7 +86,8 @@ export class Decoder {
             maxMessageBytes: settings.maxMessageBytes,
             eventTimeLimitMs: limits.eventTimeLimitMs,
             maxFutureMs: settings.maxFutureMs,
-            maxSignatureBytes: DECODER_SIGNATURE_BYTES,
+            // Half the dictionary's bound, as a signature is about half a dictionary entry.
+            maxSignatureBytes: Math.min(DECODER_SIGNATURE_BYTES, Math.floor(this.#maxKnownBytes / 2)),
           });
   }
 
@@ -137,6 +140,8 @@ export class Decoder {
     this.#interner.clear();
     // Signatures point at the interner's leaves.
     this.#fast?.clear();
+    // Batches that throw one after another retire one dictionary each: keep the newest few.
+    if (this.#retired.push(this.#dict) > 64) this.#retired.shift();
     this.#dict = newDictId();
     this.#sent = 0;
   }
@@ -248,7 +253,9 @@ export class Decoder {
     const newBase = this.#sent;
     const newKeys = this.#interner.keys(newBase);
     this.#sent = this.#interner.nextId;
-    return { ...rest, dict: this.#dict, seriesIds, newKeys, newBase };
+    const retired = this.#retired.length === 0 ? NONE_RETIRED : this.#retired;
+    if (retired.length > 0) this.#retired = [];
+    return { ...rest, dict: this.#dict, seriesIds, newKeys, newBase, retired };
   }
 
   /** Decode and pre-aggregate a packed batch. */
@@ -383,6 +390,18 @@ function packSketches(sketches: ReadonlyArray<Map<number, number>>): { sketchOff
     }
   }
   return { sketchOffsets, sketchPairs };
+}
+
+const NONE_RETIRED: readonly number[] = Object.freeze([]);
+
+/**
+ * The dictionary bound for decoders under a worker heap limit: a quarter of it (today's 128 MiB at
+ * the default 512 MiB), so a small WORKER_MAX_MEMORY_MB does not let a dictionary outgrow the worker,
+ * and the main thread's copy of each worker's dictionary (at most half of this: a key's bytes and its
+ * slot against the interner's estimate of key, parts and leaf) scales with it.
+ */
+export function dictionaryBytesFor(workerMaxMemoryMb: number): number {
+  return Math.min(DECODER_DICTIONARY_BYTES, Math.floor((workerMaxMemoryMb * 1024 * 1024) / 4));
 }
 
 function newDictId(): number {

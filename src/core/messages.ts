@@ -23,6 +23,11 @@ export interface DecoderSettings {
   readonly maxDimensionBytes?: number;
   /** Bytes allowed in a series identity written as JSON (MAX_SERIES_KEY_BYTES); default DECODER_DEFAULTS. */
   readonly maxSeriesKeyBytes?: number;
+  /**
+   * Estimated bytes of interned series a decoder keeps before it starts a new dictionary (default
+   * DECODER_DICTIONARY_BYTES in decode.ts); the main thread holds a copy of each worker's current one.
+   */
+  readonly dictionaryBytes?: number;
 }
 
 /**
@@ -48,6 +53,7 @@ export function validateDecoderSettings(s: DecoderSettings): void {
   positive('maxNameBytes', s.maxNameBytes);
   positive('maxDimensionBytes', s.maxDimensionBytes);
   positive('maxSeriesKeyBytes', s.maxSeriesKeyBytes);
+  positive('dictionaryBytes', s.dictionaryBytes);
   if (!(Number.isSafeInteger(s.maxDimensions) && s.maxDimensions >= 0)) {
     throw new RangeError(`maxDimensions (${s.maxDimensions}) must be an integer >= 0`);
   }
@@ -167,4 +173,10 @@ export interface WireResult extends Omit<DecodeResult, 'series'> {
   /** Keys this batch adds to the dictionary, with ids newBase, newBase + 1, ... */
   readonly newKeys: string[];
   readonly newBase: number;
+  /**
+   * Dictionaries this decoder started over from since its last result: no later result names them,
+   * so the main thread drops its copies (a full dictionary's keys, kept for nothing, were most of what
+   * endless new series grew the main thread by).
+   */
+  readonly retired: readonly number[];
 }

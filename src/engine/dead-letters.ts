@@ -98,7 +98,7 @@ export class DeadLetterBuilder {
         const detail = reason === 'late'
           ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#s.allowedLatenessSeconds})`
           : byBytes.has(`${ws}|${key}`)
-            ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys and row parts)`
+            ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys, row parts and percentile sketches)`
             : `series limit reached: MAX_SERIES=${this.#s.maxSeries} open series`;
         entries.push(this.message(o, msg, elem, reason, detail, elem >= 0 ? safeStringify(raw) : undefined));
       },
@@ -108,7 +108,7 @@ export class DeadLetterBuilder {
   }
 
   /** Rows a sink refused for a reason of the row: each with its JSON, cut at MAX_ROW_DEAD_LETTER_BYTES. */
-  rows(partition: number, identity: LaneIdentity | undefined, rows: readonly StatsRow[], rejected: readonly RowRejection[], sinkName: string): { entries: DeadLetterEntry[]; records: number } {
+  rows(lane: number, identity: LaneIdentity | undefined, rows: readonly StatsRow[], rejected: readonly RowRejection[], sinkName: string): { entries: DeadLetterEntry[]; records: number } {
     const entries: DeadLetterEntry[] = [];
     let records = 0;
     for (const r of rejected) {
@@ -116,7 +116,7 @@ export class DeadLetterBuilder {
       if (row === undefined) continue;
       records += row.count;
       const json = JSON.stringify(row);
-      const e = this.#base(partition, 'sink_rejected', `${sinkName}: ${r.detail}`, json, 'utf8');
+      const e = this.#base(lane, 'sink_rejected', `${sinkName}: ${r.detail}`, json, 'utf8');
       const bytes = Buffer.byteLength(json);
       if (bytes > MAX_ROW_DEAD_LETTER_BYTES) {
         e.value = Buffer.from(json).subarray(0, MAX_ROW_DEAD_LETTER_BYTES).toString('utf8');
@@ -151,7 +151,7 @@ export class DeadLetterBuilder {
         value = bytes.toString('utf8');
       }
     }
-    const e = this.#base(batch.partition, reason, detail, value, encoding);
+    const e = this.#base(batch.lane, reason, detail, value, encoding);
     e.batch_seq = batch.seq;
     e.message_index = msg;
     e.element = elem;
@@ -166,13 +166,13 @@ export class DeadLetterBuilder {
     return stamp(e, o.identity);
   }
 
-  #base(partition: number, reason: RejectReason, detail: string, value: string, encoding: 'utf8' | 'base64'): DeadLetterEntry {
+  #base(lane: number, reason: RejectReason, detail: string, value: string, encoding: 'utf8' | 'base64'): DeadLetterEntry {
     return {
       time: new Date().toISOString(),
       reason,
       detail,
       source: this.#s.sourceName,
-      partition,
+      partition: lane,
       batch_seq: -1,
       message_index: -1,
       element: -1,

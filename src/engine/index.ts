@@ -1,31 +1,33 @@
 // The engine: batches in, statistics rows and dead letters out.
-// submit() waits for room (backpressure: batches pending in the engine, then the pool's in-flight
-// bound), dispatches the batch, and chains its application per partition, so partials reach windows,
-// watermark and commit point in the order the source gave them even though workers finish out of order.
+// It hosts the sources' lanes (LaneHost, ../sources/types.ts): each a Lane (./lane.ts) with the
+// engine's bookkeeping beside it. submit() waits for room (backpressure: batches pending in the
+// engine, then the pool's in-flight bound), dispatches the batch, and chains its application per
+// lane, so partials reach windows, watermark and commit point in the order the source gave them even
+// though workers finish out of order.
 import { Gate } from '../async/index.js';
 import { messageCount, type Batch } from '../core/batch.js';
 import type { RejectReason } from '../core/messages.js';
-import type { CommitPoint, PartitionInit } from '../commit/types.js';
+import type { CommitPoint, LaneInit } from '../commit/types.js';
 import type { BatchOutcome } from '../pool/index.js';
-import type { SourceBatch } from '../sources/types.js';
+import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { SeriesBudget, type CellList } from '../windows/store.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
-import { isReplay, newPartition, pointNow, subBatch, type PartitionState, type StoreSettings } from './partition.js';
+import { Lane, subBatch, type StoreSettings } from './lane.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
 export type { EngineOptions, EngineTotals } from './types.js';
 
-export class Engine {
+export class Engine implements LaneHost {
   readonly #o: EngineOptions;
   readonly #store: StoreSettings;
   readonly #rows: RowFormatter;
   readonly #letters: DeadLetterBuilder;
   readonly #late: LateWarner;
-  readonly #partitions = new Map<number, PartitionState>();
+  readonly #lanes = new Map<number, Hosted>();
   #fatal: Error | null = null;
   /** Batches submitted and not yet applied: bounded too, so a slow sink stalls the source, not memory. */
   readonly #pending: Gate;
@@ -48,57 +50,45 @@ export class Engine {
     if (Number.isFinite(this.#store.budget.maxBytes)) opts.metrics.stateLimitBytes.set(this.#store.budget.maxBytes);
   }
 
-  /** Starts (or restarts) a partition's state, e.g. on assignment with its identity and restored commit point. */
-  openPartition(p: number, init: PartitionInit): void {
-    this.#open(p, init);
+  /** Opens a lane at its restored point (a lane already open under the number is closed dirty first). */
+  open(lane: number, init: LaneInit): void {
+    this.#open(lane, init);
   }
 
-  #open(p: number, init: PartitionInit): PartitionState {
-    if (this.#partitions.has(p)) void this.dropPartition(p);
-    const s = newPartition(p, init, this.#store);
-    this.#partitions.set(p, s);
+  #open(id: number, init: LaneInit): Hosted {
+    if (this.#lanes.has(id)) void this.closeDirty(id);
+    const s = hosted(Lane.open(id, init, this.#store));
+    this.#lanes.set(id, s);
     return s;
   }
 
   /**
-   * Forgets a partition (revoked, or rebuilt after a rebalance): batches in flight for it are not
-   * applied, its open windows are discarded (the next owner rebuilds them from the committed position).
+   * Forgets a lane (revoked, or rebuilt after a rebalance): batches in flight for it are not applied,
+   * its open windows are discarded (the next owner rebuilds them from the committed position).
    */
-  dropPartition(p: number): Promise<void> {
-    const s = this.#partitions.get(p);
+  closeDirty(id: number): Promise<void> {
+    const s = this.#lanes.get(id);
     if (s === undefined) return Promise.resolve();
-    s.dropped = true;
-    s.store.takeAll();
-    this.#partitions.delete(p);
-    this.#late.forget(p);
+    s.lane.closeDirty();
+    this.#lanes.delete(id);
+    this.#late.forget(id);
     this.#updateGauges();
     // Resolves once an apply already under way and every write it started have finished.
     return s.chain.then(() => s.writes).catch(() => {});
   }
 
-  /** What a commit may name for this partition now; null before any positioned batch was applied. */
-  commitPoint(p: number): CommitPoint | null {
-    return this.#partitions.get(p)?.point ?? null;
-  }
-
-  /** Position after the last applied batch. */
-  appliedEnd(p: number): number | null {
-    return this.#partitions.get(p)?.store.appliedEnd ?? null;
-  }
-
-  /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */
-  pendingAgeSeconds(p: number, nowMs: number): number | null {
-    const ts = this.#partitions.get(p)?.unappliedTimestamps[0];
-    return ts === undefined ? null : Math.max(0, (nowMs - ts) / 1000);
-  }
-
-  lastAppliedTimestampMs(p: number): number | null {
-    return this.#partitions.get(p)?.lastAppliedTimestampMs ?? null;
-  }
-
-  /** Wall-clock ms of the last batch submitted for the partition. */
-  lastActivityMs(p: number): number | null {
-    return this.#partitions.get(p)?.lastActivityMs ?? null;
+  /** A copy of the lane's figures (see LaneStatus: nothing of the engine's own state is handed out). */
+  status(id: number): LaneStatus | null {
+    const s = this.#lanes.get(id);
+    if (s === undefined) return null;
+    const { lane } = s;
+    return {
+      commitPoint: lane.commitPoint,
+      appliedEnd: lane.appliedEnd,
+      oldestPendingMs: s.unappliedTimestamps[0] ?? null,
+      lastAppliedTimestampMs: lane.lastAppliedTimestampMs,
+      lastActivityMs: s.lastActivityMs,
+    };
   }
 
   /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
@@ -117,14 +107,14 @@ export class Engine {
       this.#pending.release();
       throw err;
     }
-    const known = this.#partitions.get(b.partition);
-    if (known === undefined && !this.#o.autoOpenPartitions) {
+    const known = this.#lanes.get(b.lane);
+    if (known === undefined && !this.#o.autoOpenLanes) {
       // Revoked while this batch waited for capacity: nothing to apply it to.
       pool.release();
       this.#pending.release();
       return;
     }
-    const state = known ?? this.#open(b.partition, {});
+    const state = known ?? this.#open(b.lane, {});
     const batch: Batch = { ...b, seq: state.nextSeq++ };
     state.lastActivityMs = Date.now();
     if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
@@ -140,7 +130,7 @@ export class Engine {
       try {
         const result = await outcome;
         if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
-        if (this.#fatal === null && !state.dropped) await this.#apply(state, batch, result, nowMs);
+        if (this.#fatal === null && !state.lane.dropped) await this.#apply(state, batch, result, nowMs);
       } catch (err) {
         this.#fail(err);
       } finally {
@@ -164,34 +154,34 @@ export class Engine {
   async drain(): Promise<void> {
     let before: Array<Promise<void>>;
     do {
-      before = [...this.#partitions.values()].map((s) => s.chain);
+      before = [...this.#lanes.values()].map((s) => s.chain);
       await Promise.all(before);
-      await Promise.all([...this.#partitions.values()].map((s) => s.writes));
-    } while ([...this.#partitions.values()].some((s, i) => s.chain !== before[i]));
+      await Promise.all([...this.#lanes.values()].map((s) => s.writes));
+    } while ([...this.#lanes.values()].some((s, i) => s.chain !== before[i]));
     if (this.#fatal !== null) throw this.#fatal;
   }
 
   /** End of a finite input (or shutdown of one): close every window and emit it. */
   async closeAll(): Promise<void> {
     await this.drain();
-    for (const s of this.#partitions.values()) await this.#emit(s, s.store.takeAll(), true);
+    for (const s of this.#lanes.values()) await this.#emit(s, s.lane.closeClean(), true);
     await this.drain();
     this.#updateGauges();
   }
 
   /**
-   * An idle partition lets its watermark follow the wall clock (minus the allowed lateness), so its
-   * windows still close. Runs in the partition's order, after what was submitted before.
+   * An idle lane lets its watermark follow the wall clock (minus the allowed lateness), so its
+   * windows still close. Runs in the lane's order, after what was submitted before.
    */
-  async advanceIdle(p: number, wallMs: number): Promise<void> {
-    const s = this.#partitions.get(p);
+  async advanceIdle(id: number, wallMs: number): Promise<void> {
+    const s = this.#lanes.get(id);
     if (s === undefined) return;
     s.chain = s.chain.then(async () => {
-      if (s.dropped || this.#fatal !== null) return;
+      if (s.lane.dropped || this.#fatal !== null) return;
       try {
-        s.store.advanceWatermark(wallMs - this.#o.allowedLatenessSeconds * 1000);
-        this.#setWatermarkGauge(s);
-        await this.#emit(s, s.store.takeClosed());
+        s.lane.advanceIdle(wallMs);
+        this.#setWatermarkGauge(s.lane);
+        await this.#emit(s, s.lane.takeClosed());
         this.#updateGauges();
       } catch (err) {
         this.#fail(err);
@@ -200,24 +190,27 @@ export class Engine {
     await s.chain;
   }
 
-  #setWatermarkGauge(s: PartitionState): void {
-    const id = s.identity;
-    // The lag metrics' labels, so the two join; an unpartitioned source has no topic.
-    const labels = id === undefined ? { topic: '', partition: String(s.id) } : { topic: id.topic, partition: String(id.partition) };
-    this.#o.metrics.watermark.set(labels, Number.isFinite(s.store.watermark) ? s.store.watermark / 1000 : 0);
+  #setWatermarkGauge(lane: Lane): void {
+    const id = lane.identity;
+    // The lag metrics' labels, so the two join (named topic and partition, as they always were); an
+    // unnumbered source has no topic and is labelled with its lane number.
+    const labels = id === undefined ? { topic: '', partition: String(lane.id) } : { topic: id.topic, partition: String(id.partition) };
+    const wm = lane.watermarkMs;
+    this.#o.metrics.watermark.set(labels, Number.isFinite(wm) ? wm / 1000 : 0);
   }
 
-  #origin(state: PartitionState, batch: Batch): BatchOrigin {
-    return { batch, identity: state.identity, replay: (msg) => this.#replayed(state, batch, msg) };
+  #origin(lane: Lane, batch: Batch): BatchOrigin {
+    return { batch, identity: lane.identity, replay: (msg) => this.#replayed(lane, batch, msg) };
   }
 
-  async #apply(state: PartitionState, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
+  async #apply(state: Hosted, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
     const { metrics, deadLetter } = this.#o;
     if (outcome.kind === 'poisoned' && messageCount(batch) > 1) {
       await this.#bisect(state, batch, nowMs);
       return;
     }
-    const origin = this.#origin(state, batch);
+    const lane = state.lane;
+    const origin = this.#origin(lane, batch);
     if (outcome.kind === 'poisoned') {
       const n = messageCount(batch);
       metrics.poisonedBatches.inc();
@@ -234,20 +227,20 @@ export class Engine {
     this.totals.decodeSeconds += r.decodeSeconds;
     this.totals.records += r.records;
     if (r.rejects.length > 0) await deadLetter.write(this.#letters.rejects(origin, r.rejects, (reason, n) => this.#count(reason, n)));
-    const store = state.store;
-    const watermarkBefore = store.watermark;
+    // Closed dirty while its rejects were written: what it would apply is the next owner's to replay.
+    if (lane.dropped) return;
+    const watermarkBefore = lane.watermarkMs;
     const positions = batch.startPosition !== undefined && batch.endPosition !== undefined
       ? { start: batch.startPosition, end: batch.endPosition }
       : undefined;
-    const applied = store.apply(r, positions);
-    if (batch.lastTimestampMs !== undefined) state.lastAppliedTimestampMs = batch.lastTimestampMs;
+    const applied = lane.apply(r, positions, batch.lastTimestampMs);
     this.totals.ok += applied.accepted;
     metrics.records.inc({ result: 'ok' }, applied.accepted);
     if (applied.late.length > 0 || applied.overLimit.length > 0) {
       const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
-      this.#late.observe({ partition: state.id, identity: state.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
+      this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
       for (const c of applied.overLimit) expected += c.count;
       if (found !== expected) {
         // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
@@ -255,9 +248,10 @@ export class Engine {
       }
       for (const e of entries) this.#count(e.reason, 1);
       await deadLetter.write(entries);
+      if (lane.dropped) return;
     }
-    this.#setWatermarkGauge(state);
-    await this.#emit(state, store.takeClosed());
+    this.#setWatermarkGauge(lane);
+    await this.#emit(state, lane.takeClosed());
     this.#updateGauges();
   }
 
@@ -267,13 +261,13 @@ export class Engine {
    * dead-lettered (poisoned_batch); every other record is applied, in the batch's order. At most
    * 2 x log2(messages) runs per poison message.
    */
-  async #bisect(state: PartitionState, batch: Batch, nowMs: number): Promise<void> {
+  async #bisect(state: Hosted, batch: Batch, nowMs: number): Promise<void> {
     const n = messageCount(batch);
     const mid = Math.floor(n / 2);
-    this.#o.logger.warn({ partition: batch.partition, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
+    this.#o.logger.warn({ lane: batch.lane, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
     for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
       const part = subBatch(batch, lo, hi);
-      if (this.#fatal !== null || state.dropped) return;
+      if (this.#fatal !== null || state.lane.dropped) return;
       await this.#o.pool.acquire();
       const outcome = await this.#o.pool.run(part, nowMs);
       await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
@@ -281,8 +275,8 @@ export class Engine {
   }
 
   /** A message already processed before a restart: skipped and counted, never dead-lettered twice. */
-  #replayed(state: PartitionState, batch: Batch, msg: number): boolean {
-    if (!isReplay(state, batch, msg)) return false;
+  #replayed(lane: Lane, batch: Batch, msg: number): boolean {
+    if (!lane.isReplay(batch, msg)) return false;
     this.totals.replayed++;
     this.#o.metrics.replayed.inc();
     return true;
@@ -294,24 +288,24 @@ export class Engine {
   }
 
   /**
-   * Hands closed windows to the sink. With a partitioned source, the partition's commit point after
-   * this emission goes along, so a sink that stores points writes both in one transaction; the point
-   * becomes the partition's commit point only once the write (and every earlier one) settled. A
-   * pipelined sink gets the next emission while this one is in flight (bounded per partition).
+   * Hands closed windows to the sink. With a positioned source, the point the lane prepares for this
+   * emission goes along, so a sink that stores points writes both in one transaction; the lane posts
+   * it as its commit point only once the write (and every earlier one) settled. A pipelined sink gets
+   * the next emission while this one is in flight (bounded per lane).
    * `closing` (end of a finite input): the last emission, awaited, with no point.
    */
-  async #emit(state: PartitionState, cells: CellList, closing = false): Promise<void> {
-    const point = closing ? null : pointNow(state);
+  async #emit(state: Hosted, cells: CellList, closing = false): Promise<void> {
+    const point = closing ? null : state.lane.prepareCommit();
     if (cells.length === 0) {
       if (point !== null) {
-        if (state.writesInFlight === 0) state.point = point;
+        if (state.writesInFlight === 0) state.lane.postCommit(point);
         else state.writes = state.writes.then(() => this.#advancePoint(state, point));
       }
       return;
     }
     const chunks = splitCells(cells, this.#o.emitChunk ?? EMIT_CHUNK_DEFAULTS);
     if (this.#o.sink.wholeEmissions === true) {
-      await this.#write(state, await formatWhole(this.#rows, chunks, state.identity), cells, windowCount(cells), point, closing);
+      await this.#write(state, await formatWhole(this.#rows, chunks, state.lane.identity), cells, windowCount(cells), point, closing);
       return;
     }
     // Only the last chunk carries the commit point: a crash between chunks replays the window from
@@ -319,18 +313,18 @@ export class Engine {
     for (let i = 0; i < chunks.length; i++) {
       if (i > 0) {
         await yieldToLoop();
-        if (state.dropped || this.#fatal !== null) return;
+        if (state.lane.dropped || this.#fatal !== null) return;
       }
       const last = i === chunks.length - 1;
       const part = chunks[i]!;
       // A window split over chunks counts in the chunk that ends it.
       const windows = windowsEnded(part, chunks[i + 1]);
-      await this.#write(state, this.#rows.format(part, state.identity), part, windows, last ? point : null, closing);
+      await this.#write(state, this.#rows.format(part, state.lane.identity), part, windows, last ? point : null, closing);
     }
   }
 
-  async #write(state: PartitionState, batch: RowBatch, cells: CellList, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
-    const ident = state.identity;
+  async #write(state: Hosted, batch: RowBatch, cells: CellList, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
+    const ident = state.lane.identity;
     const { metrics, sink } = this.#o;
     state.unwrittenCells += cells.length;
     state.unwrittenWindows += windows;
@@ -345,7 +339,7 @@ export class Engine {
       const result = await written;
       end();
       // batch.rows builds row objects the file sink never needed: only when a row was refused.
-      if (result.rejected.length > 0) await this.#deadLetterRows(state, batch.rows, result.rejected);
+      if (result.rejected.length > 0) await this.#deadLetterRows(state.lane, batch.rows, result.rejected);
       metrics.windowsEmitted.inc(cells.length - result.rejected.length);
       this.totals.rows += cells.length - result.rejected.length;
       if (point !== null) this.#advancePoint(state, point);
@@ -366,17 +360,17 @@ export class Engine {
     if (this.#fatal !== null) throw this.#fatal;
   }
 
-  #advancePoint(state: PartitionState, point: CommitPoint): void {
-    if (this.#fatal === null) state.point = point;
+  #advancePoint(state: Hosted, point: CommitPoint): void {
+    if (this.#fatal === null) state.lane.postCommit(point);
   }
 
   /**
    * Rows a sink refused for a reason of the row become dead letters, and their records move from ok
    * to sink_rejected, so that ok + rejected still equals the input.
    */
-  async #deadLetterRows(state: PartitionState, rows: readonly StatsRow[], rejected: readonly RowRejection[]): Promise<void> {
+  async #deadLetterRows(lane: Lane, rows: readonly StatsRow[], rejected: readonly RowRejection[]): Promise<void> {
     if (rejected.length === 0) return;
-    const { entries, records } = this.#letters.rows(state.id, state.identity, rows, rejected, this.#o.sink.describe);
+    const { entries, records } = this.#letters.rows(lane.id, lane.identity, rows, rejected, this.#o.sink.describe);
     this.#o.metrics.sinkRejectedRows.inc(entries.length);
     this.#o.logger.warn({ rows: entries.length, records, first: entries[0]?.detail }, 'sink refused rows; dead-lettered as sink_rejected');
     this.totals.ok -= records;
@@ -387,12 +381,40 @@ export class Engine {
   #updateGauges(): void {
     let series = 0;
     let windows = 0;
-    for (const s of this.#partitions.values()) {
-      series += s.store.openSeries + s.unwrittenCells;
-      windows += s.store.openWindows + s.unwrittenWindows;
+    for (const s of this.#lanes.values()) {
+      series += s.lane.openSeries + s.unwrittenCells;
+      windows += s.lane.openWindows + s.unwrittenWindows;
     }
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
     this.#o.metrics.stateBytes.set(this.#store.budget.bytes);
   }
+}
+
+/**
+ * What the engine keeps beside each lane to host it: the order its batches apply in, when it last
+ * received one, what is submitted and unapplied, and its writes to the sink. Main-thread bookkeeping
+ * of the source and the sink; the lane's own state is the Lane's.
+ */
+interface Hosted {
+  readonly lane: Lane;
+  nextSeq: number;
+  chain: Promise<void>;
+  /** Wall-clock time of the last batch submitted, for idle flushing. */
+  lastActivityMs: number;
+  /** Source timestamp of the oldest submitted batch not yet applied (lag in seconds). */
+  readonly unappliedTimestamps: number[];
+  /** Writes handed to a pipelined sink and not yet settled; `writes` settles after the last of them. */
+  writesInFlight: number;
+  /**
+   * Cells taken out of the lane whose rows the sink has not yet written: still open for the
+   * open_series / open_windows gauges, so that 0 there means every closed window was written.
+   */
+  unwrittenCells: number;
+  unwrittenWindows: number;
+  writes: Promise<void>;
+}
+
+function hosted(lane: Lane): Hosted {
+  return { lane, nextSeq: 0, chain: Promise.resolve(), lastActivityMs: Date.now(), unappliedTimestamps: [], writesInFlight: 0, unwrittenCells: 0, unwrittenWindows: 0, writes: Promise.resolve() };
 }

@@ -26,16 +26,16 @@ export interface EngineOptions {
   readonly percentiles?: readonly number[];
   readonly percentileAccuracy?: number;
   /**
-   * Embedded sources get a partition state on first use; a partitioned source (Kafka) opens partitions
-   * itself on assignment, with their identity and restored commit point, and batches for a partition
-   * it dropped (revoked) are ignored.
+   * Pull sources (file, generator) get their one lane opened on its first batch; a source with lanes
+   * of its own (Kafka, Redis) opens them itself, with their identity and restored commit point, and
+   * batches for a lane it closed (revoked) are ignored.
    */
-  readonly autoOpenPartitions: boolean;
+  readonly autoOpenLanes: boolean;
   /** Called once, when the engine cannot go on (an output failed): the pipeline stops and exits non-zero. */
   readonly onFatal?: (err: Error) => void;
   /** Rows and estimated bytes per sink write of an emission (default EMIT_CHUNK_DEFAULTS). */
   readonly emitChunk?: ChunkLimits;
-  /** Emissions of one partition that a pipelined sink may hold at once (default 16). */
+  /** Emissions of one lane that a pipelined sink may hold at once (default 16). */
   readonly maxWritesInFlight?: number;
 }
 

@@ -1,5 +1,7 @@
 // kafkajs clients from our config, with kafkajs's logs routed into ours and our codecs registered; and
 // an admin client connected on first use and shared by whoever needs one.
+// First, before kafkajs loads: our produce path goes into its module cache (./preload.ts).
+import './preload.js';
 import kafkajs, { type Admin, type Kafka, type KafkaConfig as KafkajsConfig, type LogEntry, type SASLOptions } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';

@@ -5,16 +5,16 @@
 //   zstd:   node:zlib where it has zstd (Node >= 22.15), else fzstd (pure JS, decompression only).
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
-import { decompressFrame, compressFrame } from 'lz4-napi';
+import { decompressFrame } from 'lz4-napi';
 import { Decompress as ZstdStream } from 'fzstd';
 import zlib from 'node:zlib';
 import { promisify } from 'node:util';
+import { CODEC, compressRecords } from './compressors.js';
 
 // kafkajs is CommonJS: its named exports are read off the default export.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
 const require = createRequire(import.meta.url);
-// CommonJS-only packages without types. kafkajs-snappy compresses; decompression is ours (bounded).
-const snappyCodec = require('kafkajs-snappy') as () => { compress(e: { buffer: Buffer }): Promise<Buffer> };
+// Compression is ./compressors.ts's (the record-batch encoder's too); decompression is bounded here.
 const snappyjs = require('snappyjs') as { uncompress(b: Buffer): Buffer };
 
 interface Codec {
@@ -110,7 +110,7 @@ function bounded(codec: string, decompress: (b: Buffer, max: number) => Promise<
 const gunzip = promisify(zlib.unzip);
 
 const gzip: () => Codec = () => ({
-  compress: async (encoder) => promisify(zlib.gzip)(encoder.buffer),
+  compress: (encoder) => compressRecords(CODEC.gzip, encoder.buffer),
   decompress: bounded('gzip', (b, max) => gunzip(b, { maxOutputLength: max })),
 });
 
@@ -122,7 +122,7 @@ function lz4DeclaredSize(b: Buffer): number | null {
 }
 
 const lz4: () => Codec = () => ({
-  compress: async (encoder) => compressFrame(encoder.buffer),
+  compress: (encoder) => compressRecords(CODEC.lz4, encoder.buffer),
   decompress: bounded('lz4', async (b, max) => {
     // Without a declared size the output is at most 255 times the input (LZ4's largest ratio), and
     // the input at most one fetch: checked after decoding.
@@ -161,9 +161,8 @@ export function snappyDeclaredSize(block: Buffer): number {
 }
 
 const snappy: () => Codec = () => {
-  const { compress } = snappyCodec();
   return {
-    compress,
+    compress: (encoder) => compressRecords(CODEC.snappy, encoder.buffer),
     // snappyjs allocates the declared length up front and never writes past it: the declared lengths
     // of all blocks are checked against the bound before any is decompressed.
     decompress: bounded('snappy', async (buffer, max) => {
@@ -180,16 +179,9 @@ const snappy: () => Codec = () => {
   };
 };
 
-type ZstdFn = (b: Buffer, cb: (err: Error | null, out: Buffer) => void) => void;
-const nativeZstd = zlib as unknown as { zstdCompress?: ZstdFn; zstdDecompress?: ZstdFn };
-
-
 const zstd: () => Codec = () => {
-  const compress = nativeZstd.zstdCompress === undefined ? null : promisify(nativeZstd.zstdCompress);
   return {
-    compress: (encoder) => compress === null
-      ? Promise.reject(new Error('zstd compression needs Node >= 22.15 (node:zlib); consuming zstd topics works on every version'))
-      : compress(encoder.buffer),
+    compress: (encoder) => compressRecords(CODEC.zstd, encoder.buffer),
     // Streamed block by block, stopped as soon as the output passes the bound.
     decompress: bounded('zstd', async (buffer, max) => {
       const parts: Uint8Array[] = [];

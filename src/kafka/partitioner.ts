@@ -9,12 +9,12 @@ import type { ICustomPartitioner } from 'kafkajs';
 const SEED = 0x9747b28c | 0;
 const M = 0x5bd1e995;
 
-/** Kafka's murmur2 of the bytes, as the signed 32-bit int Java returns. */
-export function murmur2(data: Uint8Array): number {
-  const length = data.length;
+/** Kafka's murmur2 of the bytes data[start, end), as the signed 32-bit int Java returns. */
+export function murmur2(data: Uint8Array, start = 0, end = data.length): number {
+  const length = end - start;
   let h = SEED ^ length;
-  const end4 = length & ~3;
-  for (let i = 0; i < end4; i += 4) {
+  const end4 = start + (length & ~3);
+  for (let i = start; i < end4; i += 4) {
     let k = data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24);
     k = Math.imul(k, M);
     k ^= k >>> 24;

@@ -61,8 +61,19 @@ export function sendRefusingOversize<T extends { readonly size: number }>(
   send: (items: readonly T[]) => Promise<void>,
   refuse: (item: T, why: string, maxMessageBytes: number) => void,
 ): Promise<void> {
+  return sendRefusingOversizeBy(items, limits, send, (x) => x.size, refuse);
+}
+
+/** sendRefusingOversize for items whose key and value bytes sizeOf tells (numbers into columns, say). */
+export function sendRefusingOversizeBy<T>(
+  items: readonly T[],
+  limits: TopicLimits,
+  send: (items: readonly T[]) => Promise<void>,
+  sizeOf: (item: T) => number,
+  refuse: (item: T, why: string, maxMessageBytes: number) => void,
+): Promise<void> {
   return sendAgainAfterRefusal(items, limits, send, (unsent, max, why) => {
-    const fits = (x: T) => x.size + RECORD_OVERHEAD_BYTES <= max;
+    const fits = (x: T) => sizeOf(x) + RECORD_OVERHEAD_BYTES <= max;
     const keep = unsent.filter(fits);
     if (keep.length === unsent.length) return null;
     for (const x of unsent) if (!fits(x)) refuse(x, why, max);

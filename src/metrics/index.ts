@@ -71,7 +71,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     poisonedBatches: new Counter({ name: `${PREFIX}poisoned_batches_total`, help: 'Poison messages (batches bisected down to one message) dead-lettered after two failures', registers }),
     windowsEmitted: new Counter({ name: `${PREFIX}windows_emitted_total`, help: 'Statistics rows emitted (one per window and series)', registers }),
     openSeries: new Gauge({ name: `${PREFIX}open_series`, help: 'Series with at least one open window', registers }),
-    stateBytes: new Gauge({ name: `${PREFIX}state_bytes`, help: 'Estimated bytes of the open series (key and row cache), counted against MAX_STATE_MB; new series beyond it are series_limit', registers }),
+    stateBytes: new Gauge({ name: `${PREFIX}state_bytes`, help: 'Estimated bytes of the open series (key and row cache) and their percentile sketches, counted against MAX_STATE_MB; new series beyond it are series_limit', registers }),
     stateLimitBytes: new Gauge({ name: `${PREFIX}state_limit_bytes`, help: 'MAX_STATE_MB in bytes (the budget state_bytes is counted against)', registers }),
     openWindows: new Gauge({ name: `${PREFIX}open_windows`, help: 'Distinct open window starts, over all partitions', registers }),
     watermark: new Gauge({

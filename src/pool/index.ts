@@ -83,7 +83,8 @@ export class DecodePool {
     }
     this.#opts = opts;
     this.#gate = new Gate(opts.maxInFlight);
-    this.#dictionaries = new SeriesDictionaries(Math.max(4, opts.threads * 4));
+    // Each worker's current dictionary, and two of replaced workers (crashed or over WORKER_MAX_MEMORY_MB).
+    this.#dictionaries = new SeriesDictionaries(opts.threads + 2);
     if (opts.threads === 0) {
       this.#piscina = null;
       this.#inline = new Decoder(opts.settings);

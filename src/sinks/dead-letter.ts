@@ -39,5 +39,7 @@ function rotatingFile(spec: Extract<DeadLetterSpec, { kind: 'file' }>, deps: Par
       // Once per full file at most: not a flood, and an operator must know dead letters were let go.
       logger.warn({ path: `${spec.path}.${spec.files - 1}`, bytes, maxBytes: spec.maxBytes, files: spec.files }, 'dead-letter files full: the oldest was deleted (raise DEAD_LETTER_FILES or DEAD_LETTER_MAX_BYTES, or use DEAD_LETTER=kafka)');
     },
+    unrotated: (kind) => logger.warn({ path: spec.path, kind }, `dead-letter path is a ${kind}, not a regular file: written as it is, never rotated or deleted (DEAD_LETTER_MAX_BYTES and DEAD_LETTER_FILES do not apply)`),
+    replaced: (detail) => logger.warn({ path: spec.path, detail }, 'dead-letter file is no longer the one being written (moved, deleted or replaced by someone else): nothing renamed or deleted, the path reopened as it is now'),
   });
 }

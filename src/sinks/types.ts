@@ -61,6 +61,7 @@ export interface DeadLetterEntry {
   reason: RejectReason;
   detail: string;
   source: string;
+  /** The engine's lane number. Named `partition` in the output, as it always was (files and consumers read it). */
   partition: number;
   /** Source position of the message (Kafka offset), when the source has one. */
   offset?: string;
@@ -75,7 +76,7 @@ export interface DeadLetterEntry {
   value_truncated?: true;
   value_bytes?: number;
   key?: string;
-  /** Kafka source: the record's topic and partition (partition above is the engine's own id). */
+  /** The lane's identity (LaneIdentity): the record's topic and Kafka partition (a Redis stream and its consumer's number). */
   topic?: string;
   kafka_partition?: number;
 }

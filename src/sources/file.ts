@@ -53,7 +53,7 @@ export class StreamSource implements PullSource {
     const splitter = new JsonSplitter(this.opts.maxMessageBytes, (msg) => {
       builder.push(msg);
       if (builder.count >= this.opts.batchSize || builder.bytes >= this.opts.batchMaxBytes) {
-        ready.push(recycler.track({ partition: 0, ...builder.take() }));
+        ready.push(recycler.track({ lane: 0, ...builder.take() }));
       }
     });
     const stream = this.open();
@@ -65,7 +65,7 @@ export class StreamSource implements PullSource {
         if (this.#stopped) return;
       }
       splitter.end();
-      if (builder.count > 0) ready.push(recycler.track({ partition: 0, ...builder.take() }));
+      if (builder.count > 0) ready.push(recycler.track({ lane: 0, ...builder.take() }));
       while (ready.length > 0) yield ready.shift()!;
     } finally {
       if (stream !== process.stdin) stream.destroy?.();

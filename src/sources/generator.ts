@@ -162,13 +162,13 @@ export class GeneratorSource implements PullSource {
       builder.end();
       if (builder.count >= this.batchSize || builder.bytes >= this.batchMaxBytes) {
         this.#done += builder.count;
-        yield recycler.track({ partition: 0, ...builder.take() });
+        yield recycler.track({ lane: 0, ...builder.take() });
         await this.#throttle(started);
       }
     }
     if (builder.count > 0 && !this.#stopped) {
       this.#done += builder.count;
-      yield recycler.track({ partition: 0, ...builder.take() });
+      yield recycler.track({ lane: 0, ...builder.take() });
     }
   }
 

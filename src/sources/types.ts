@@ -1,3 +1,4 @@
+import type { CommitPoint, LaneInit } from '../commit/types.js';
 import type { Batch } from '../core/batch.js';
 
 /** What a source hands the engine: a packed batch of raw messages (the engine numbers it). */
@@ -17,4 +18,57 @@ export interface PullSource {
   progress(): Progress;
   /** Stop after the current batch (SIGTERM); idempotent. */
   stop(): void;
+}
+
+/**
+ * A lane's figures as its host last knew them: a copy, never the host's own state, so a source may
+ * keep it and the host may later hold it as the last report of the worker that owns the lane.
+ */
+export interface LaneStatus {
+  /** What a commit may name for the lane now (its rows are written); null before the first. */
+  readonly commitPoint: CommitPoint | null;
+  /** Position after the last applied batch; null before a positioned batch was applied. */
+  readonly appliedEnd: number | null;
+  /** Source timestamp (ms) of the oldest record submitted and not yet applied; null when none is pending. */
+  readonly oldestPendingMs: number | null;
+  /** Source timestamp (ms) of the last record applied. */
+  readonly lastAppliedTimestampMs: number | null;
+  /** Wall-clock ms of the last batch submitted (or of the open): idle flushing waits on it. */
+  readonly lastActivityMs: number;
+}
+
+/**
+ * What a source calls to run its lanes: the engine implements it. A lane is named by the number the
+ * source gives it (never reused in a process, so a late answer for an old lane cannot be taken for a
+ * new one); its batches carry that number.
+ *
+ * Every call takes and returns plain data (numbers, a LaneInit, a batch whose bytes are a shared
+ * buffer nobody writes to once handed over, a LaneStatus copy) and no object either side keeps
+ * changing, so each call can become a message to a worker that owns the lane's state, and status()
+ * the copy of what that worker last reported, without the sources changing. For the same reason
+ * nothing here hands out a lane object.
+ */
+export interface LaneHost {
+  /** Opens (or reopens, closing the old one dirty) a lane at its restored point. */
+  open(lane: number, init: LaneInit): void;
+  /** Hands a batch of `batch.partition`'s lane over; resolves once dispatched (not applied), waiting for room. */
+  submit(batch: SourceBatch): Promise<void>;
+  /** A caught-up, quiet lane's watermark follows the wall clock, so its windows close; after what was submitted before. */
+  advanceIdle(lane: number, wallMs: number): Promise<void>;
+  /**
+   * Revoked (or replaced): batches in flight for it are not applied, its open windows are discarded
+   * (the next owner rebuilds them from the commit point). Resolves once an apply under way and every
+   * write it started have finished, so a restore after it reads the points those writes stored.
+   */
+  closeDirty(lane: number): Promise<void>;
+  /** The lane's figures now; null for a lane not open. */
+  status(lane: number): LaneStatus | null;
+  /** Resolves when every submitted batch has been applied and its rows written. */
+  drain(): Promise<void>;
+}
+
+/** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */
+export function pendingAgeSeconds(s: LaneStatus | null, nowMs: number): number | null {
+  const ts = s?.oldestPendingMs ?? null;
+  return ts === null ? null : Math.max(0, (nowMs - ts) / 1000);
 }

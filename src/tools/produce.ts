@@ -3,6 +3,8 @@
 // series so that a series stays in one partition. For tests, benchmarks and demos.
 // Configured by the environment only (see --help); any argument but --help and --version is refused
 // before a connection is made, so a mistyped invocation never loads a topic.
+// First: our producer path must be in kafkajs's module cache before kafkajs loads.
+import '../kafka/preload.js';
 import { randomBytes } from 'node:crypto';
 import kafkajs, { type Admin, type Kafka, type Message } from 'kafkajs';
 import { sleep } from '../async/index.js';

@@ -42,6 +42,11 @@ export interface RowBatch {
   /** Each row's JSON (as JSON.stringify writes it) and identity key, from per-series cached parts. */
   json?(i: number): string;
   identityKey?(i: number): string;
+  /**
+   * identityKey(i) as UTF-8 written into out at `at`, from the cached parts (no string built): the
+   * end, or -1 when out has not room (3 bytes a character; nothing written then).
+   */
+  identityKeyInto?(i: number, out: Buffer, at: number): number;
 }
 
 /** A series' parsed identity, for sinks that read row objects or identity keys (PostgreSQL, Kafka). */
@@ -249,6 +254,8 @@ class FormattedRows implements RowBatch {
   readonly #prefixBytes: number;
   readonly #where: { topic: string; partition: number } | undefined;
   readonly #whereTail: string;
+  /** `[topic,partition,` (or `[null,null,`): the head of every identity key of the emission. */
+  readonly #keyHead: string;
   #rows: StatsRow[] | null = null;
 
   constructor(fmt: RowFormatter, cells: ClosedCells, prefixes: readonly string[], prefixBytes: number, where: { topic: string; partition: number } | undefined) {
@@ -258,6 +265,7 @@ class FormattedRows implements RowBatch {
     this.#prefixBytes = prefixBytes;
     this.#where = where;
     this.#whereTail = where === undefined ? '' : `,"topic":${JSON.stringify(where.topic)},"partition":${where.partition}`;
+    this.#keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
   }
 
   /** Made on first use (the file and stdout sinks never ask), then the same objects every time. */
@@ -304,9 +312,23 @@ class FormattedRows implements RowBatch {
   }
 
   identityKey(i: number): string {
-    const where = this.#where;
-    const keyHead = where === undefined ? '[null,null,' : `[${JSON.stringify(where.topic)},${where.partition},`;
-    return `${keyHead}${identityMiddle(this.#fmt.identity(this.#cells.keys[i]!))},"${this.#fmt.isoOf(this.#cells.starts[i]!)}"]`;
+    return `${this.#keyHead}${identityMiddle(this.#fmt.identity(this.#cells.keys[i]!))},"${this.#fmt.isoOf(this.#cells.starts[i]!)}"]`;
+  }
+
+  identityKeyInto(i: number, out: Buffer, at: number): number {
+    const head = this.#keyHead;
+    const middle = identityMiddle(this.#fmt.identity(this.#cells.keys[i]!));
+    const iso = this.#fmt.isoOf(this.#cells.starts[i]!);
+    if (at + 3 * (head.length + middle.length + iso.length) + 4 > out.length) return -1;
+    // Each part a flat string written as it is: the concatenation (a rope to flatten) is what costs.
+    let o = at + out.write(head, at);
+    o += out.write(middle, o);
+    out[o++] = 0x2c;
+    out[o++] = 0x22;
+    o += out.write(iso, o, 'latin1');
+    out[o++] = 0x22;
+    out[o++] = 0x5d;
+    return o;
   }
 }
 

@@ -5,7 +5,7 @@
 import { CELL, type DecodeResult } from '../core/messages.js';
 import { clearMomentsAt, mergeMomentsFrom, MOMENT } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
-import { Sketch } from '../core/sketch.js';
+import { MAX_BUCKETS, Sketch, SKETCH_BASE_BYTES, SKETCH_BUCKET_BYTES } from '../core/sketch.js';
 import { ClosedCells } from './cells.js';
 
 /** Defaults of the window store's options (the options table takes WATERMARK_CONFIRM_RECORDS from here). */
@@ -32,21 +32,28 @@ export function seriesStateBytes(key: string): number {
 
 /**
  * Open-series accounting shared by all partitions, so MAX_SERIES (count) and MAX_STATE_MB (estimated
- * bytes) bound the whole process: large-but-legal keys cannot grow state past the memory limit.
+ * bytes) bound the whole process: large-but-legal keys cannot grow state past the memory limit, and
+ * neither can percentile sketches (up to 4,096 buckets a cell: 1,500 series of them were 396 MB).
  */
 export class SeriesBudget {
   open = 0;
+  /** Estimated bytes: the open series (seriesStateBytes) and their cells' sketches (Sketch.bytes). */
   bytes = 0;
   constructor(readonly max: number, readonly maxBytes: number = Infinity) {}
 
-  /** Counts a new series in; or says which limit refuses it. */
-  admit(key: string): 'count' | 'bytes' | null {
+  /** Counts a new series in, with room for `extra` bytes it is about to charge; or says which limit refuses it. */
+  admit(key: string, extra = 0): 'count' | 'bytes' | null {
     if (this.open >= this.max) return 'count';
     const b = seriesStateBytes(key);
-    if (this.bytes + b > this.maxBytes) return 'bytes';
+    if (this.bytes + b + extra > this.maxBytes) return 'bytes';
     this.open++;
     this.bytes += b;
     return null;
+  }
+
+  /** Whether `extra` more bytes fit. */
+  fits(extra: number): boolean {
+    return this.bytes + extra <= this.maxBytes;
   }
 
   release(key: string): void {
@@ -189,23 +196,43 @@ export class WindowStore {
           }
         }
       }
+      // Sketch bytes this cell would add: a new cell's sketch, and a bucket for each code it lacks.
+      let sketchBytes = 0;
+      if (so !== undefined && this.#sketchAccuracy > 0) {
+        const sketch = slot < 0 ? undefined : this.#sketches[slot];
+        const pairs = result.sketchPairs!;
+        const cell = o / CELL.STRIDE;
+        let fresh = 0;
+        for (let j = so[cell]!; j < so[cell + 1]!; j++) if (sketch === undefined || !sketch.hasCode(pairs[2 * j]!)) fresh++;
+        sketchBytes = (sketch === undefined ? SKETCH_BASE_BYTES : 0) + SKETCH_BUCKET_BYTES * Math.min(fresh, 2 * MAX_BUCKETS);
+      }
       if (slot < 0) {
         if (sid === undefined) {
-          const limit = this.#budget.admit(key);
+          const limit = this.#budget.admit(key, sketchBytes);
           if (limit !== null) {
             overLimit.push({ key, windowStart: ws, count, limit });
             continue;
           }
           sid = this.#newSeries(key);
+        } else if (!this.#budget.fits(sketchBytes)) {
+          overLimit.push({ key, windowStart: ws, count, limit: 'bytes' });
+          continue;
         }
         slot = this.#newCell(sid, ws);
+      } else if (sketchBytes > 0 && !this.#budget.fits(sketchBytes)) {
+        // An open series whose sketch would grow past the budget: its cell is refused like a new series.
+        overLimit.push({ key, windowStart: ws, count, limit: 'bytes' });
+        continue;
       }
       if (so !== undefined) {
         const sketch = this.#sketches[slot];
         if (sketch !== undefined) {
           const pairs = result.sketchPairs!;
           const cell = o / CELL.STRIDE;
+          const before = sketch.buckets;
           for (let j = so[cell]!; j < so[cell + 1]!; j++) sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
+          sketch.bound();
+          this.#budget.bytes += SKETCH_BUCKET_BYTES * (sketch.buckets - before);
         }
       }
       if (positions !== undefined && ws !== notedWs) {
@@ -249,7 +276,10 @@ export class WindowStore {
     links[l] = this.#head[sid]!;
     links[l + 1] = sid;
     this.#head[sid] = slot;
-    if (this.#sketchAccuracy > 0) this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
+    if (this.#sketchAccuracy > 0) {
+      this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
+      this.#budget.bytes += SKETCH_BASE_BYTES;
+    }
     let win = this.#windows.get(ws);
     if (win === undefined) {
       // Sized like the last window closed: windows of a stream hold about the same series, and
@@ -324,8 +354,11 @@ export class WindowStore {
         for (let k = 0; k < MOMENT.STRIDE; k++) stats[d + k] = nums[o + k]!;
         wss[i] = ws;
         if (sketches !== null) {
-          sketches[i] = this.#sketches[slot];
+          const sketch = this.#sketches[slot];
+          sketches[i] = sketch;
           this.#sketches[slot] = undefined;
+          // Handed to the row formatter with the close: no longer open state.
+          if (sketch !== undefined) this.#budget.bytes -= sketch.bytes;
         }
         const links = this.#links[slot >> PAGE_BITS]!;
         const l = (slot & PAGE_MASK) * LINK_STRIDE;

@@ -2,98 +2,16 @@
 // restarted under the same consumer name, it replays its pending entries and the store ends equal
 // to the independent computation (nothing lost, nothing doubled). And a consumer killed for good:
 // another instance of the group takes its pending entries over after REDIS_CLAIM_IDLE_MS.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { until } from '../fixtures/engine-process.js';
-import { Rng } from '../fixtures/gen.js';
-import { idOf, pgRows, spawnEngine, type PgRow } from '../fixtures/faults.js';
+import { pgRows, spawnEngine } from '../fixtures/faults.js';
 import { testSchema } from '../fixtures/pg.js';
-import { close, type RefRow } from '../fixtures/reference.js';
-import { REDIS_URL, expectedRows, freshStream, statements, xadd } from '../fixtures/redis.js';
-import { XAPI_JSON_MAPPING } from '../../src/sources/redis/xapi.js';
-import type { EngineProcess } from '../fixtures/engine-process.js';
+import { expectedRows, freshStream, statements, xadd } from '../fixtures/redis.js';
+import { assertMergedEquals, deadLetters, drained, env, killAndRestart } from '../fixtures/redis-crash.js';
 
 const KILLS = Number(process.env['CRASH_KILLS'] ?? '4');
 
-function env(stream: string, group: string, consumer: string, sink: string): Record<string, string> {
-  return {
-    SOURCE: 'redis',
-    REDIS_URL,
-    REDIS_STREAMS: stream,
-    REDIS_GROUP_ID: group,
-    REDIS_CONSUMER: consumer,
-    REDIS_READ_COUNT: '200',
-    REDIS_BLOCK_MS: '200',
-    REDIS_CLAIM_IDLE_MS: '2000',
-    BATCH_SIZE: '100',
-    IDLE_FLUSH_SECONDS: '1',
-    COMMIT_INTERVAL_SECONDS: '0.3',
-    LAG_INTERVAL_SECONDS: '0.3',
-    WORKER_THREADS: '1',
-    DEAD_LETTER: 'stderr',
-    SINK: sink,
-    ...XAPI_JSON_MAPPING,
-  };
-}
-
-/** Nothing undelivered, nothing pending, no window open. */
-async function drained(e: EngineProcess, stream: string): Promise<boolean> {
-  const m = await e.metrics();
-  if (m === null) return false;
-  return m.get(`streamstats_consumer_lag_messages{stream="${stream}"}`) === 0 &&
-    m.get(`streamstats_redis_pending_entries{stream="${stream}"}`) === 0 &&
-    m.get('streamstats_open_series') === 0;
-}
-
-/** Rows of every lane merged per window (count, sum, min, max) equal the reference: nothing lost or doubled. */
-function assertMergedEquals(t: Test, rows: readonly PgRow[], exp: ReadonlyMap<string, RefRow>): void {
-  const merged = new Map<string, { count: number; sum: number; min: number; max: number }>();
-  for (const r of rows) {
-    const k = idOf(r.name, r.groupby, r.period_start.toISOString());
-    const m = merged.get(k);
-    const c = Number(r.count);
-    merged.set(k, m === undefined ? { count: c, sum: r.sum, min: r.min, max: r.max } : { count: m.count + c, sum: m.sum + r.sum, min: Math.min(m.min, r.min), max: Math.max(m.max, r.max) });
-  }
-  t.equal(merged.size, exp.size, `every expected window stored (${exp.size})`);
-  let bad = 0;
-  for (const [k, x] of exp) {
-    const m = merged.get(k);
-    if (!(m !== undefined && m.count === x.count && m.min === x.min && m.max === x.max && close(m.sum, x.sum)) && bad++ < 3) t.fail(`window ${k}`, { stored: m, expected: x });
-  }
-  t.equal(bad, 0, 'stored counts, sums, min and max equal the independent computation (a lost or doubled entry changes a count)');
-}
-
-const deadLetters = (stderrs: ReadonlyArray<() => string>) => stderrs.flatMap((f) => f().split('\n').filter((l) => l.includes('"value_encoding"')));
-
-t.test(`PostgreSQL sink: ${KILLS} x kill -9 and restart under the same consumer, then the store equals the independent computation`, async (t) => {
-  const { stream, group, redis } = await freshStream(t);
-  const sts = statements({ count: 40_000, seed: 31, stepMs: 50 });
-  await xadd(redis, stream, sts.map((s) => s.json));
-  const db = await testSchema(t);
-  const common = env(stream, group, 'c1', db.url);
-  const rng = new Rng(303);
-  const stderrs: Array<() => string> = [];
-  const storedAfter: number[] = [];
-  for (let k = 0; k < KILLS; k++) {
-    const e = await spawnEngine(t, common);
-    stderrs.push(e.stderr);
-    await until(() => e.ready(), 'engine holds its lease and reads', 60_000);
-    await new Promise((r) => setTimeout(r, rng.int(300, 1500)));
-    e.child.kill('SIGKILL');
-    await e.exited;
-    storedAfter.push(Number((await db.pool.query<{ n: string | null }>('SELECT sum(count) AS n FROM streamstats_statistics')).rows[0]!.n ?? 0));
-  }
-  const last = await spawnEngine(t, common);
-  stderrs.push(last.stderr);
-  await until(() => drained(last, stream), 'the last run drained the stream', 180_000);
-  last.child.kill('SIGTERM');
-  t.equal(await last.exited, 0, 'the last run exits 0 on SIGTERM');
-  t.comment(`records stored after each kill: ${storedAfter.join(' ')}`);
-  t.ok(storedAfter.every((n) => n < sts.length), 'every kill landed before the stream was fully stored');
-  t.equal(deadLetters(stderrs).length, 0, 'no entry dead-lettered in any run (replays are skipped, not late)');
-  assertMergedEquals(t, await pgRows(db.pool), expectedRows(sts));
-  t.same([...new Set((await pgRows(db.pool)).map((r) => r.partition))].length, 1, 'one lane (one consumer slot) wrote every row');
-  t.equal(Number(((await redis.sendCommand(['XPENDING', stream, group])) as unknown[])[0]), 0, 'every entry acknowledged');
-});
+t.test(`PostgreSQL sink: ${KILLS} x kill -9 and restart under the same consumer, then the store equals the independent computation`, (t) => killAndRestart(t, KILLS, 31, xadd));
 
 t.test('a consumer killed for good: another instance takes its pending entries over and nothing is lost or doubled', async (t) => {
   const { stream, group, redis } = await freshStream(t);

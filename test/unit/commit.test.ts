@@ -1,9 +1,9 @@
-// The commit module: the metadata codec (a stable wire format) and how a partition's commit point
+// The commit module: the metadata codec (a stable wire format) and how a lane's commit point
 // follows what was applied and what the restore said.
 import t from 'tap';
 import { formatCommitMeta, parseCommitMeta } from '../../src/commit/meta.js';
 import { Decoder } from '../../src/core/decode.js';
-import { isReplay, newPartition, pointNow, subBatch } from '../../src/engine/partition.js';
+import { Lane, subBatch } from '../../src/engine/lane.js';
 import { SeriesBudget } from '../../src/windows/store.js';
 import { monascaRecord, pack, settings } from '../fixtures/gen.js';
 
@@ -28,27 +28,27 @@ function decodeAt(tsMs: readonly number[]) {
 }
 
 t.test('the commit point names the oldest position feeding an open window, and never less than the restore', async (t) => {
-  const fresh = newPartition(0, {}, store());
-  t.equal(pointNow(fresh), null, 'nothing positioned applied: no point');
-  fresh.store.apply(decodeAt([T0 + 1000, T0 + 2000]).result, { start: 100, end: 102 });
-  t.same(pointNow(fresh), { position: 100, watermarkMs: fresh.store.watermark, appliedEnd: 102 }, 'open window fed from 100');
-  fresh.store.apply(decodeAt([T0 + 3 * W]).result, { start: 102, end: 103 });
-  fresh.store.takeClosed();
-  t.equal(pointNow(fresh)?.position, 102, 'the first window closed and emitted: only the open one replays');
+  const fresh = Lane.open(0, {}, store());
+  t.equal(fresh.prepareCommit(), null, 'nothing positioned applied: no point');
+  fresh.apply(decodeAt([T0 + 1000, T0 + 2000]).result, { start: 100, end: 102 }, undefined);
+  t.same(fresh.prepareCommit(), { position: 100, watermarkMs: fresh.watermarkMs, appliedEnd: 102 }, 'open window fed from 100');
+  fresh.apply(decodeAt([T0 + 3 * W]).result, { start: 102, end: 103 }, undefined);
+  fresh.takeClosed();
+  t.equal(fresh.prepareCommit()?.position, 102, 'the first window closed and emitted: only the open one replays');
 
-  const restored = newPartition(1, { watermarkMs: T0 + W, appliedEnd: 500, identity: { topic: 'in', partition: 3 } }, store());
-  t.equal(restored.store.watermark, T0 + W, 'the restored watermark keeps emitted windows closed');
+  const restored = Lane.open(1, { watermarkMs: T0 + W, appliedEnd: 500, identity: { topic: 'in', partition: 3 } }, store());
+  t.equal(restored.watermarkMs, T0 + W, 'the restored watermark keeps emitted windows closed');
   t.same(restored.identity, { topic: 'in', partition: 3 });
-  restored.store.apply(decodeAt([T0 + 2 * W]).result, { start: 450, end: 460 });
-  t.equal(pointNow(restored)?.appliedEnd, 500, 'a replay below the restored appliedEnd does not lower it');
+  restored.apply(decodeAt([T0 + 2 * W]).result, { start: 450, end: 460 }, undefined);
+  t.equal(restored.prepareCommit()?.appliedEnd, 500, 'a replay below the restored appliedEnd does not lower it');
 });
 
 t.test('isReplay and subBatch', async (t) => {
-  const s = newPartition(0, { appliedEnd: 11 }, store());
+  const s = Lane.open(0, { appliedEnd: 11 }, store());
   const { buffer, offsets } = decodeAt([T0, T0 + 1, T0 + 2]);
-  const batch = { partition: 0, seq: 4, data: Buffer.from(buffer), offsets, positions: ['10', '11', '12'], startPosition: 10, endPosition: 13, oversized: new Map([[2, { bytes: 9 }]]) };
-  t.same([0, 1, 2].map((m) => isReplay(s, batch, m)), [true, false, false], 'below appliedEnd 11 only');
-  t.notOk(isReplay(newPartition(0, {}, store()), batch, 0), 'no restore: nothing is a replay');
+  const batch = { lane: 0, seq: 4, data: Buffer.from(buffer), offsets, positions: ['10', '11', '12'], startPosition: 10, endPosition: 13, oversized: new Map([[2, { bytes: 9 }]]) };
+  t.same([0, 1, 2].map((m) => s.isReplay(batch, m)), [true, false, false], 'below appliedEnd 11 only');
+  t.notOk(Lane.open(0, {}, store()).isReplay(batch, 0), 'no restore: nothing is a replay');
   const tail = subBatch(batch, 1, 3);
   t.same(tail.positions, ['11', '12']);
   t.equal(tail.startPosition, 11);

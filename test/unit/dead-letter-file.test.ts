@@ -10,7 +10,7 @@ import { parseConfig } from '../../src/config/index.js';
 import type { CpuInfo } from '../../src/config/cpus.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { createDeadLetter } from '../../src/sinks/dead-letter.js';
-import { RotatingNdjsonFile } from '../../src/sinks/rotating-file.js';
+import { RotatingNdjsonFile, type RotationEvents } from '../../src/sinks/rotating-file.js';
 import type { DeadLetterEntry } from '../../src/sinks/types.js';
 
 async function tempDir(t: Test): Promise<string> {
@@ -21,6 +21,11 @@ async function tempDir(t: Test): Promise<string> {
 
 function entry(i: number, pad = 0): DeadLetterEntry {
   return { time: '2026-01-01T00:00:00.000Z', reason: 'late', detail: `n${i}`, source: 'test', partition: 0, batch_seq: i, message_index: 0, element: -1, value: 'x'.repeat(pad), value_encoding: 'utf8' };
+}
+
+/** Events a test of a plain regular file never expects. */
+function noEvents(t: Test): RotationEvents {
+  return { rotated: () => {}, deleted: () => {}, unrotated: (k) => t.fail(`unrotated ${k}`), replaced: (d) => t.fail(`replaced: ${d}`) };
 }
 
 const CPUS: CpuInfo = { usable: 2, host: 2, quota: 2, source: 'test' };
@@ -62,7 +67,7 @@ t.test('an earlier run\'s file counts toward the cap; a line larger than the cap
   const small = lineBytes(entry(1, 10));
   await writeFile(path, `${JSON.stringify(entry(0, 10))}\n`);
   const events = { rotated: 0, deleted: 0 };
-  const f = new RotatingNdjsonFile(path, { maxBytes: small * 2, files: 5 }, { rotated: () => events.rotated++, deleted: (b) => (events.deleted += b) });
+  const f = new RotatingNdjsonFile(path, { maxBytes: small * 2, files: 5 }, { ...noEvents(t), rotated: () => events.rotated++, deleted: (b) => (events.deleted += b) });
   await f.writeLines([entry(1, 10), entry(2, 10)]); // the old line + 1 fill PATH; 2 starts a new one
   await f.writeLines([entry(3, small * 3)]); // bigger than the cap: alone in a file
   await f.writeLines([entry(4, 10)]);
@@ -79,7 +84,7 @@ t.test('DEAD_LETTER_FILES=1 keeps only the current file; concurrent writes stay 
   const path = join(dir, 'dl.ndjson');
   let deleted = 0;
   const cap = lineBytes(entry(10, 50)) * 4;
-  const f = new RotatingNdjsonFile(path, { maxBytes: cap, files: 1 }, { rotated: () => t.fail('no rotated file is kept'), deleted: (b) => (deleted += b) });
+  const f = new RotatingNdjsonFile(path, { maxBytes: cap, files: 1 }, { ...noEvents(t), rotated: () => t.fail('no rotated file is kept'), deleted: (b) => (deleted += b) });
   await Promise.all(Array.from({ length: 10 }, (_, k) => f.writeLines([entry(10 + k, 50), entry(20 + k, 50)])));
   await f.close();
   t.same(await readdir(dir), ['dl.ndjson']);

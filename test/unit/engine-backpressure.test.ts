@@ -20,7 +20,7 @@ function batchInWindow(k: number) {
   const b = new BatchBuilder(16);
   b.pushString(JSON.stringify(monascaRecord({ name: 'cpu', timestamp: T0 + k * W + 1000, value: k, dimensions: { h: 'a' } })));
   const { data, offsets } = b.take();
-  return { partition: 0, data, offsets };
+  return { lane: 0, data, offsets };
 }
 
 const settled = async (p: Promise<unknown>): Promise<boolean> => {
@@ -47,7 +47,7 @@ t.test('a sink that does not answer stalls submit at the pending bound; its fail
   const engine = new Engine({
     pool, sink, deadLetter, metrics, logger: pino({ level: 'silent' }), sourceName: 'test',
     windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1, maxSeries: 100,
-    decoder: new Decoder(s), autoOpenPartitions: true, onFatal: (err) => { fatal = err; },
+    decoder: new Decoder(s), autoOpenLanes: true, onFatal: (err) => { fatal = err; },
   });
   // Pending bound = 2 x maxInFlight = 2. Batch 0 applies; batch 1 closes window 0 and waits on the
   // sink; batch 2 waits behind it in the partition's order: two pending, so batch 3 must wait.
@@ -74,7 +74,7 @@ t.test('an answering sink: every batch applies, every window is emitted', async 
   const engine = new Engine({
     pool, sink, deadLetter: { describe: 'none', write: async () => {}, close: async () => {} }, metrics: createMetrics(new Registry()),
     logger: pino({ level: 'silent' }), sourceName: 'test', windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1,
-    maxSeries: 100, decoder: new Decoder(s), autoOpenPartitions: true,
+    maxSeries: 100, decoder: new Decoder(s), autoOpenLanes: true,
   });
   for (let k = 0; k < 10; k++) await engine.submit(batchInWindow(k));
   await engine.closeAll();
@@ -92,7 +92,7 @@ t.test('open_series counts a closed window until the sink has written it', async
   const engine = new Engine({
     pool, sink, deadLetter: { describe: 'none', write: async () => {}, close: async () => {} }, metrics: createMetrics(registry),
     logger: pino({ level: 'silent' }), sourceName: 'test', windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1,
-    maxSeries: 100, decoder: new Decoder(s), autoOpenPartitions: true,
+    maxSeries: 100, decoder: new Decoder(s), autoOpenLanes: true,
   });
   const open = async () => Number((await registry.getSingleMetricAsString('streamstats_open_series')).match(/ (\d+)$/m)?.[1]);
   await engine.submit(batchInWindow(0));

@@ -22,7 +22,7 @@ function batch(k: number, series: number, pos: number) {
   const b = new BatchBuilder(series * 200);
   for (let i = 0; i < series; i++) b.pushString(JSON.stringify(monascaRecord({ name: 'cpu', timestamp: T0 + k * W + 1000, value: i, dimensions: { h: `host-${i}` } })));
   const { data, offsets } = b.take();
-  return { partition: 0, data, offsets, positions: Array.from({ length: series }, (_, i) => String(pos + i)), startPosition: pos, endPosition: pos + series };
+  return { lane: 0, data, offsets, positions: Array.from({ length: series }, (_, i) => String(pos + i)), startPosition: pos, endPosition: pos + series };
 }
 
 for (const whole of [false, true]) {
@@ -46,9 +46,9 @@ for (const whole of [false, true]) {
     const engine = new Engine({
       pool, sink, deadLetter: { describe: 'none', write: async () => {}, close: async () => {} }, metrics: createMetrics(new Registry()),
       logger: pino({ level: 'silent' }), sourceName: 'test', windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1,
-      maxSeries: 10_000, decoder: new Decoder(s), autoOpenPartitions: false, emitChunk: { rows: 1000, bytes: 1 << 30 },
+      maxSeries: 10_000, decoder: new Decoder(s), autoOpenLanes: false, emitChunk: { rows: 1000, bytes: 1 << 30 },
     });
-    engine.openPartition(0, { identity: { topic: 'in', partition: 0 } });
+    engine.open(0, { identity: { topic: 'in', partition: 0 } });
     await engine.submit(batch(0, 2500, 0));
     await engine.submit(batch(2, 1, 2500)); // closes window 0
     await engine.drain();
@@ -56,6 +56,6 @@ for (const whole of [false, true]) {
     t.same(writes.map((w) => w.commit !== undefined), whole ? [true] : [false, false, true], 'the commit point only with the last');
     t.equal(writes.at(-1)!.commit!.point.position, 2500, 'naming the position after window 0 (window 2 still open)');
     if (!whole) t.ok(writes.every((w) => w.loopRanSincePrevious), 'the event loop ran between two chunks');
-    t.equal(engine.commitPoint(0)?.position, 2500, 'and it became the partition\'s commit point once written');
+    t.equal(engine.status(0)?.commitPoint?.position, 2500, 'and it became the lane\'s commit point once written');
   });
 }

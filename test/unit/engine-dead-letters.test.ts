@@ -11,7 +11,7 @@ const builder = new DeadLetterBuilder({ sourceName: 'kafka:in', decoder: new Dec
 function origin(messages: string[], replayed: ReadonlySet<number> = new Set(), withIdentity = true): BatchOrigin {
   const { buffer, offsets } = pack(messages);
   return {
-    batch: { partition: 7, seq: 3, data: Buffer.from(buffer), offsets, positions: messages.map((_, i) => String(100 + i)), keys: messages.map((_, i) => (i === 0 ? Buffer.from('k') : null)) },
+    batch: { lane: 7, seq: 3, data: Buffer.from(buffer), offsets, positions: messages.map((_, i) => String(100 + i)), keys: messages.map((_, i) => (i === 0 ? Buffer.from('k') : null)) },
     ...(withIdentity ? { identity: { topic: 'in', partition: 2 } } : { identity: undefined }),
     replay: (m) => replayed.has(m),
   };

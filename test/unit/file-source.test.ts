@@ -39,7 +39,7 @@ function checkBatches(t: TapTest, batches: readonly SourceBatch[], opts: StreamS
   batches.forEach((b, k) => {
     const o = b.offsets;
     const n = o.length - 1;
-    if (b.partition !== 0) problems.push(`batch ${k}: partition ${b.partition}`);
+    if (b.lane !== 0) problems.push(`batch ${k}: lane ${b.lane}`);
     if (!(o instanceof Uint32Array)) problems.push(`batch ${k}: offsets not a Uint32Array`);
     if (n < 1) problems.push(`batch ${k}: empty batch`);
     if (o[0] !== 0) problems.push(`batch ${k}: offsets[0]=${o[0]}`);

@@ -1,18 +1,21 @@
-// Commits of the engine's safe points without a broker: the piece calls commitOffsets on the
-// consumer and commitPoint on the engine, nothing else.
+// Commits of the lanes' commit points without a broker: the piece calls commitOffsets on the
+// consumer and status() on the lane host, nothing else.
 import t from 'tap';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { sleep } from '../../src/async/index.js';
 import { parseCommitMeta } from '../../src/commit/meta.js';
 import type { CommitPoint, PositionStore } from '../../src/commit/types.js';
+import type { LaneStatus } from '../../src/sources/types.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { Assignment } from '../../src/sources/kafka/assignment.js';
 import { Committer } from '../../src/sources/kafka/commits.js';
 
+const laneStatus = (commitPoint: CommitPoint | null): LaneStatus => ({ commitPoint, appliedEnd: null, oldestPendingMs: null, lastAppliedTimestampMs: null, lastActivityMs: 0 });
+
 type Offsets = Array<{ topic: string; partition: number; offset: string; metadata: string }>;
 
-function setup(o: { from?: 'engine' | 'none' | PositionStore; failFirst?: number; slowMs?: number } = {}) {
+function setup(o: { from?: 'lanes' | 'none' | PositionStore; failFirst?: number; slowMs?: number } = {}) {
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const table = new Assignment();
   const held = table.open([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 'u', partition: 0 }]);
@@ -34,11 +37,11 @@ function setup(o: { from?: 'engine' | 'none' | PositionStore; failFirst?: number
   };
   let connected: typeof consumer | null = consumer;
   const c = new Committer({
-    engine: { commitPoint: (id) => points.get(id) ?? null },
+    lanes: { status: (id) => laneStatus(points.get(id) ?? null) },
     metrics, logger: pino({ level: 'silent' }),
     consumer: () => connected,
     held: () => table.values(),
-    from: o.from ?? 'engine',
+    from: o.from ?? 'lanes',
   });
   return { c, held, points, sent, metrics, overlapped: () => overlapped, disconnect: () => (connected = null) };
 }

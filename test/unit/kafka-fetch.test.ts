@@ -20,7 +20,7 @@ t.test('cuts at batchSize; positions, keys, timestamps and the position after ea
   const out = cutFetch(3, fetched(msgs, 16), { batchSize: 2, batchMaxBytes: 1 << 20 });
   t.same(out.map((b) => b.positions), [['10', '11'], ['12', '14'], ['15']]);
   t.same(out.map((b) => [b.startPosition, b.endPosition]), [[10, 12], [12, 15], [15, 17]], 'a gap (13) is covered; the last ends after lastOffset');
-  t.same(out.map((b) => b.partition), [3, 3, 3]);
+  t.same(out.map((b) => b.lane), [3, 3, 3]);
   t.same(out[1]!.keys?.map(String), ['k12', 'k14']);
   t.same([out[1]!.firstTimestampMs, out[1]!.lastTimestampMs], [1012, 1014]);
   t.same(out.flatMap((b) => Array.from({ length: messageCount(b) }, (_, i) => messageBytes(b, i).toString())), msgs.map((m) => m.value!.toString()));

@@ -6,9 +6,9 @@ import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
 import { Intake } from '../../src/sources/kafka/intake.js';
 import type { SourceBatch } from '../../src/sources/types.js';
 
-function batchOf(partition: number, bytes: number, at = 0): SourceBatch {
+function batchOf(lane: number, bytes: number, at = 0): SourceBatch {
   return {
-    partition, data: Buffer.alloc(bytes), offsets: new Uint32Array([0, bytes]), positions: [String(at)], keys: [null],
+    lane, data: Buffer.alloc(bytes), offsets: new Uint32Array([0, bytes]), positions: [String(at)], keys: [null],
     startPosition: at, endPosition: at + 1, firstTimestampMs: 0, lastTimestampMs: 0,
   };
 }
@@ -96,7 +96,7 @@ t.test('has() tells whether a partition has batches waiting; idle() waits for th
   await s.engine.release();
   await done;
   t.ok(idle, 'idle once the queue is empty and the last submit resolved');
-  t.same(s.engine.submitted.map((b) => b.partition), [s.a.id, s.a.id]);
+  t.same(s.engine.submitted.map((b) => b.lane), [s.a.id, s.a.id]);
   s.intake.stop();
   await s.pump;
 });
@@ -116,7 +116,7 @@ t.test('batches of a partition dropped meanwhile are skipped; reset() drops the 
   s.intake.push(s.b, [batchOf(s.b.id, 5)]);
   s.intake.push(a2, [batchOf(a2.id, 5)]);
   await s.engine.release();
-  t.same(s.engine.submitted.map((b) => b.partition), [s.a.id, a2.id], 'the dropped partition\'s batch was never submitted');
+  t.same(s.engine.submitted.map((b) => b.lane), [s.a.id, a2.id], 'the dropped partition\'s batch was never submitted');
   s.intake.stop();
   await s.engine.release();
   await s.pump;

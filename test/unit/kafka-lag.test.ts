@@ -5,7 +5,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { createMetrics } from '../../src/metrics/index.js';
 import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
-import { flushIdle } from '../../src/sources/kafka/idle.js';
+import { flushIdle } from '../../src/sources/lanes/idle.js';
 import { Lag } from '../../src/sources/kafka/lag.js';
 
 function setup() {
@@ -17,10 +17,8 @@ function setup() {
   const lastTs = new Map<number, number>();
   const lag = new Lag({
     metrics, logger: pino({ level: 'silent' }),
-    engine: {
-      appliedEnd: (id) => applied.get(id) ?? null,
-      pendingAgeSeconds: (id, now) => (pendingSince.has(id) ? (now - pendingSince.get(id)!) / 1000 : null),
-      lastAppliedTimestampMs: (id) => lastTs.get(id) ?? null,
+    lanes: {
+      status: (id) => ({ commitPoint: null, appliedEnd: applied.get(id) ?? null, oldestPendingMs: pendingSince.get(id) ?? null, lastAppliedTimestampMs: lastTs.get(id) ?? null, lastActivityMs: 0 }),
     },
   });
   const gauge = async (name: 'lagMessages' | 'lagSeconds', partition: string) =>
@@ -117,7 +115,10 @@ t.test('idle flush advances only caught-up partitions that received nothing for 
   const advanced: Array<[number, number]> = [];
   const flushed = await flushIdle([a, b, c], now, {
     idleFlushMs: 2000,
-    engine: { lastActivityMs: (id) => activity.get(id) ?? null, advanceIdle: async (id, wall) => { advanced.push([id, wall]); } },
+    lanes: {
+      status: (id) => (activity.has(id) ? { commitPoint: null, appliedEnd: null, oldestPendingMs: null, lastAppliedTimestampMs: null, lastActivityMs: activity.get(id)! } : null),
+      advanceIdle: async (id, wall) => { advanced.push([id, wall]); },
+    },
   });
   t.same(advanced, [[a.id, now]], 'b was active 0.5 s ago; c never received anything');
   t.same(flushed, [a]);

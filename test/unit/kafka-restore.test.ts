@@ -4,7 +4,7 @@ import t from 'tap';
 import pino from 'pino';
 import { Signal } from '../../src/async/index.js';
 import { formatCommitMeta } from '../../src/commit/meta.js';
-import type { CommitPoint, PartitionInit } from '../../src/commit/types.js';
+import type { CommitPoint, LaneInit } from '../../src/commit/types.js';
 import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
 import { planRestore, readRestoreState, restore, type RestoreState } from '../../src/sources/kafka/restore.js';
 
@@ -83,14 +83,14 @@ t.test('after 5 failed attempts the partitions start from nothing; a raised sign
 t.test('restore opens each still-held partition in the engine from its plan and sets the seek', async (t) => {
   const table = new Assignment();
   const held = table.open([{ topic: TOPIC, partition: 0 }, { topic: TOPIC, partition: 1 }]) as [Held, Held];
-  const opened: Array<[number, PartitionInit]> = [];
+  const opened: Array<[number, LaneInit]> = [];
   const plans: Array<[number, number | null]> = [];
   // Partition 1 is replaced (a new join) before the restore finishes: it must be left alone.
   const isCurrent = (h: Held) => h !== held[1];
   await restore(held, {
     admin: admin(), groupId: 'g', from: 'earliest', logger,
     positions: { readPositions: async () => new Map([[0, { position: 99, watermarkMs: 1, appliedEnd: 99 }]]) },
-    engine: { openPartition: (id: number, init: PartitionInit) => { opened.push([id, init]); return undefined as never; } },
+    lanes: { open: (id: number, init: LaneInit) => { opened.push([id, init]); } },
     isCurrent,
     onPlan: (h, plan) => plans.push([h.id, plan.start]),
   });

@@ -17,7 +17,7 @@ import { monascaRecord, settings } from '../fixtures/gen.js';
 function batchOf(recycler: BufferRecycler, messages: readonly string[]) {
   const b = new BatchBuilder(64, recycler.allocate);
   for (const m of messages) b.pushString(m);
-  return recycler.track({ partition: 0, ...b.take() });
+  return recycler.track({ lane: 0, ...b.take() });
 }
 
 t.test('a released buffer is handed out again; one released twice only once', async (t) => {
@@ -35,18 +35,18 @@ t.test('a released buffer is handed out again; one released twice only once', as
 
 t.test('only buffers of this recycler, of a fitting size, at most maxFree kept', async (t) => {
   const r = new BufferRecycler(2);
-  const foreign = { partition: 0, data: Buffer.from(new SharedArrayBuffer(64)), offsets: Uint32Array.of(0, 64) };
+  const foreign = { lane: 0, data: Buffer.from(new SharedArrayBuffer(64)), offsets: Uint32Array.of(0, 64) };
   t.equal(r.track(foreign).release, undefined, 'a buffer it did not hand out gets no release');
-  const plain = { partition: 0, data: Buffer.alloc(8), offsets: Uint32Array.of(0, 8) };
+  const plain = { lane: 0, data: Buffer.alloc(8), offsets: Uint32Array.of(0, 8) };
   t.equal(r.track(plain).release, undefined, 'nor does a non-shared buffer');
   const other = new BufferRecycler(2);
-  const theirs = { partition: 0, data: other.allocate(100), offsets: Uint32Array.of(0, 1) };
+  const theirs = { lane: 0, data: other.allocate(100), offsets: Uint32Array.of(0, 1) };
   t.equal(r.track(theirs).release, undefined, "nor another recycler's buffer");
-  const big = r.track({ partition: 0, data: r.allocate(1 << 20), offsets: Uint32Array.of(0, 1) });
+  const big = r.track({ lane: 0, data: r.allocate(1 << 20), offsets: Uint32Array.of(0, 1) });
   big.release!();
   t.not(r.allocate(1000).buffer, big.data.buffer, 'a buffer over twice the size asked for is not used for a small one');
   t.equal(r.allocate(600_000).buffer, big.data.buffer, 'but is for one of at least half its size');
-  const many = [1, 2, 3].map(() => r.track({ partition: 0, data: r.allocate(4096), offsets: Uint32Array.of(0, 1) }));
+  const many = [1, 2, 3].map(() => r.track({ lane: 0, data: r.allocate(4096), offsets: Uint32Array.of(0, 1) }));
   for (const m of many) m.release!();
   t.equal(r.free, 2, 'at most maxFree buffers are kept');
 });
@@ -75,7 +75,7 @@ t.test('the engine releases each batch once, after its rows and dead letters are
   const engine = new Engine({
     pool, sink, deadLetter, metrics: createMetrics(new Registry()), logger: pino({ level: 'silent' }), sourceName: 'test',
     windowSeconds: W / 1000, allowedLatenessSeconds: 0, watermarkConfirmRecords: 1, maxSeries: 100,
-    decoder: new Decoder(s), autoOpenPartitions: true,
+    decoder: new Decoder(s), autoOpenLanes: true,
   });
   const r = new BufferRecycler();
   const released = new Map<number, number>();

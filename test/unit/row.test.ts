@@ -1,5 +1,5 @@
 // RowFormatter's cached serialisation must equal the plain one: the Kafka sink sends json(i) and
-// identityKey(i) instead of JSON.stringify(row) and rowIdentityKey(row).
+// identityKey(i) (written as bytes by identityKeyInto) instead of JSON.stringify(row) and rowIdentityKey(row).
 import t from 'tap';
 import { seriesKey } from '../../src/core/series.js';
 import { addSample, emptyMoments } from '../../src/core/stats.js';
@@ -40,6 +40,10 @@ for (const withSketch of [false, true]) {
       for (let i = 0; i < b.rows.length; i++) {
         if (b.json!(i) !== JSON.stringify(b.rows[i])) t.fail(`json(${i}) differs: ${b.json!(i)}`);
         if (b.identityKey!(i) !== rowIdentityKey(b.rows[i]!)) t.fail(`identityKey(${i}) differs: ${b.identityKey!(i)}`);
+        const out = Buffer.alloc(4096);
+        const end = b.identityKeyInto!(i, out, 7);
+        if (!out.subarray(7, end).equals(Buffer.from(b.identityKey!(i)))) t.fail(`identityKeyInto(${i}) differs: ${out.subarray(7, end).toString()}`);
+        if (b.identityKeyInto!(i, out, out.length - 8) !== -1) t.fail(`identityKeyInto(${i}) wrote past the room it had`);
         checked++;
       }
       t.equal(b.ndjson(), b.rows.map((_, i) => `${b.json!(i)}\n`).join(''), 'ndjson is the json lines');

@@ -4,6 +4,9 @@ import {
   type FieldLimits, type SampleRecord,
 } from '../record.js';
 
+/** The dimension the statistics API scopes project tokens by. */
+const TENANT_DIM = '_tenant_id';
+
 export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, lim: FieldLimits): void {
   const metric = own(obj, 'metric');
   if (metric === undefined || metric === null) throw new RecordError('missing_field', 'metric: missing (an object is required)');
@@ -23,6 +26,10 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
   if (d !== undefined && d !== null) {
     if (!isPlainObject(d)) throw new RecordError('wrong_type', `metric.dimensions: expected an object, got ${show(d)}`);
     for (const k in d) {
+      // A tenant comes only from meta.tenantId (set by the Monasca API for the authenticated tenant):
+      // a sender's own _tenant_id would otherwise stay whenever meta has none, and a project token of
+      // that tenant would be served the row.
+      if (k === TENANT_DIM) continue;
       if (dims.length >= maxDims) {
         throw new RecordError('too_many_dimensions', `metric.dimensions: more than ${maxDims} dimensions (MAX_DIMENSIONS)`);
       }
@@ -32,9 +39,9 @@ export function extractMonasca(obj: Record<string, unknown>, out: SampleRecord, 
   }
   const meta = own(obj, 'meta');
   if (isPlainObject(meta)) {
-    // The envelope's meta comes from the authenticated API: it wins over a same-named dimension a
-    // sender put into the metric, so nobody can report as another tenant.
-    setMeta(dims, '_tenant_id', own(meta, 'tenantId'), 'meta.tenantId', lim);
+    // The envelope's meta comes from the authenticated API: its region wins over a same-named
+    // dimension a sender put into the metric; its tenant is the only one there is (above).
+    setMeta(dims, TENANT_DIM, own(meta, 'tenantId'), 'meta.tenantId', lim);
     setMeta(dims, '_region', own(meta, 'region'), 'meta.region', lim);
   }
 }

@@ -1,7 +1,6 @@
 // Rows as Kafka messages: keyed by the row's identity, so a compacted topic keeps the latest row per
 // window and the Java-compatible murmur2 partitioner keeps one identity in one partition.
-import type { Message } from 'kafkajs';
-import { partitionForKey } from '../../kafka/partitioner.js';
+import { murmur2 } from '../../kafka/partitioner.js';
 import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
 import type { TopicLimits } from '../../kafka/topics.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
@@ -19,40 +18,135 @@ export function rowIdentityKey(r: StatsRow): string {
   return JSON.stringify([r.topic ?? null, r.partition ?? null, r.name, g, r.period_start]);
 }
 
-/** A batch's rows as messages, with what the lanes need to cut requests and report refusals. */
+/**
+ * A batch's rows as Kafka records, column by column (no object per row): message i's key is
+ * keys[keyStart[i], keyEnd[i]), its value values[valueStart[i], valueEnd[i]), its partition (the
+ * Java-compatible partitioner's, -1 when the topic's partitions are not known yet) partition[i], and
+ * it is row rowIndex[i] of the batch. What the lanes need to cut requests and report refusals.
+ */
 export interface EncodedRows {
-  readonly messages: Message[];
-  /** rowIndex[i] = index in the batch of messages[i]; sizes[i] = its key and value bytes. */
-  readonly rowIndex: number[];
-  readonly sizes: number[];
+  /** Rows of the batch (the messages and the rejected). */
+  readonly rowCount: number;
+  /** Messages. */
+  readonly count: number;
+  readonly keys: Buffer;
+  readonly values: Buffer;
+  readonly keyStart: Int32Array;
+  readonly keyEnd: Int32Array;
+  readonly valueStart: Int32Array;
+  readonly valueEnd: Int32Array;
+  readonly partition: Int32Array;
+  readonly rowIndex: Int32Array;
+  /** Key and value bytes of all messages. */
   readonly bytes: number;
   /** Rows over the topic's max.message.bytes: never sent. */
   readonly rejected: RowRejection[];
 }
 
+/** Key and value bytes of message i. */
+export function messageSize(e: EncodedRows, i: number): number {
+  return e.keyEnd[i]! - e.keyStart[i]! + e.valueEnd[i]! - e.valueStart[i]!;
+}
+
+/** Bytes written back to back into one growing buffer (UTF-8). */
+class ByteRun {
+  buf: Buffer;
+  end = 0;
+  constructor(capacity: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(capacity, 256));
+  }
+
+  write(s: string): void {
+    this.room(3 * s.length);
+    this.end += this.buf.write(s, this.end);
+  }
+
+  room(n: number): void {
+    if (this.end + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.end + n));
+    this.buf.copy(bigger, 0, 0, this.end);
+    this.buf = bigger;
+  }
+
+}
+
+/**
+ * The rows of a batch as records. Values: the batch's NDJSON bytes when it has them (each line is the
+ * row's JSON, as json(i) and JSON.stringify write it: JSON escapes every newline inside a string), else
+ * each row's JSON; keys: identityKey(i) (or rowIdentityKey), written into one buffer and hashed there
+ * for the partition. No row object is made when the batch writes its own bytes.
+ */
 export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits): EncodedRows {
-  const messages: Message[] = [];
-  const rowIndex: number[] = [];
-  const sizes: number[] = [];
+  let values: Buffer;
+  let lineEnds: number[];
+  let key: (i: number) => string;
+  let keyInto: ((i: number, out: Buffer, at: number) => number) | null = null;
+  let newlines: boolean;
+  if (batch.ndjsonBytes !== undefined && batch.identityKey !== undefined) {
+    newlines = true;
+    values = batch.ndjsonBytes();
+    lineEnds = [];
+    for (let o = values.indexOf(0x0a); o !== -1; o = values.indexOf(0x0a, o + 1)) lineEnds.push(o);
+    key = batch.identityKey.bind(batch);
+    if (batch.identityKeyInto !== undefined) keyInto = batch.identityKeyInto.bind(batch);
+  } else {
+    newlines = false;
+    const rows = batch.rows;
+    const v = new ByteRun(rows.length * 256);
+    lineEnds = new Array<number>(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      v.write(batch.json?.(i) ?? JSON.stringify(rows[i]));
+      lineEnds[i] = v.end;
+    }
+    values = v.buf;
+    key = (i) => batch.identityKey?.(i) ?? rowIdentityKey(rows[i]!);
+  }
+  const n = lineEnds.length;
+  const keys = new ByteRun(n * 128);
+  const keyStart = new Int32Array(n);
+  const keyEnd = new Int32Array(n);
+  const valueStart = new Int32Array(n);
+  const valueEnd = new Int32Array(n);
+  const partition = new Int32Array(n);
+  const rowIndex = new Int32Array(n);
   const rejected: RowRejection[] = [];
-  let bytes = 0;
   const max = limits.maxMessageBytes;
   const partitions = limits.partitions;
-  for (let i = 0; i < batch.rows.length; i++) {
-    const r = batch.rows[i]!;
-    // Encoded once: its bytes are hashed for the partition, counted for the limits and sent as they are.
-    const key = Buffer.from(batch.identityKey?.(i) ?? rowIdentityKey(r), 'utf8');
-    const value = batch.json?.(i) ?? JSON.stringify(r);
-    const size = key.length + Buffer.byteLength(value);
+  let bytes = 0;
+  let m = 0;
+  let vs = 0;
+  for (let i = 0; i < n; i++) {
+    const ks = keys.end;
+    if (keyInto === null) {
+      keys.write(key(i));
+    } else {
+      // The batch writes the key itself, from its cached parts; it says when the buffer is short.
+      let end = keyInto(i, keys.buf, keys.end);
+      while (end < 0) {
+        keys.room(keys.buf.length);
+        end = keyInto(i, keys.buf, keys.end);
+      }
+      keys.end = end;
+    }
+    const ke = keys.end;
+    const ve = lineEnds[i]!;
+    const size = ke - ks + ve - vs;
     if (size + RECORD_OVERHEAD_BYTES > max) {
       rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}` });
-      continue;
+      keys.end = ks;
+    } else {
+      keyStart[m] = ks;
+      keyEnd[m] = ke;
+      valueStart[m] = vs;
+      valueEnd[m] = ve;
+      // The partition the Java-compatible partitioner would pick, so requests can be cut per partition.
+      partition[m] = partitions > 0 ? (murmur2(keys.buf, ks, ke) & 0x7fffffff) % partitions : -1;
+      rowIndex[m] = i;
+      bytes += size;
+      m++;
     }
-    // The partition the Java-compatible partitioner would pick, set here so requests can be cut per partition.
-    messages.push(partitions > 0 ? { key, value, partition: partitionForKey(key, partitions) } : { key, value });
-    rowIndex.push(i);
-    sizes.push(size);
-    bytes += size;
+    // The next value starts after this one's newline (the values built here have none).
+    vs = newlines ? ve + 1 : ve;
   }
-  return { messages, rowIndex, sizes, bytes, rejected };
+  return { rowCount: n, count: m, keys: keys.buf, values, keyStart, keyEnd, valueStart, valueEnd, partition, rowIndex, bytes, rejected };
 }

@@ -17,13 +17,14 @@ import { StreamstatsError } from '../../errors.js';
 import { kafkaClient, LazyAdmin } from '../../kafka/client.js';
 import { compressionCode } from '../../kafka/compression.js';
 import { JavaCompatiblePartitioner } from '../../kafka/partitioner.js';
+import { installProduceEncoder } from '../../kafka/produce-request.js';
 import { disconnectTimeoutMs, ProducerSet } from '../../kafka/producer.js';
 import { TopicLimits } from '../../kafka/topics.js';
 import type { RowBatch } from '../../windows/row.js';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { WRITTEN_ALL, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { Lanes } from './lanes.js';
-import { encodeRows } from './messages.js';
+import { encodeRows, type EncodedRows } from './messages.js';
 import { KAFKA_SINK_DEFAULTS, validateKafkaSinkOptions, type KafkaSinkOptions } from './options.js';
 import { readPositions } from './positions.js';
 import { transactionalId, writeTransaction } from './transactions.js';
@@ -41,11 +42,14 @@ export class KafkaSink implements Sink {
   #limitReread = false;
   readonly #producers: ProducerSet;
   readonly #context: GroupWriteContext;
-  readonly #lanes: Lanes;
+  readonly #lanes: Lanes<EncodedRows>;
   #closing: Promise<void> | null = null;
 
   constructor(opts: KafkaSinkOptions) {
     validateKafkaSinkOptions(opts);
+    // In time for the request encoder (kafkajs loads it on the first produce); the grouping that takes
+    // our batches must already be in place (src/kafka/preload.ts), else rows go as kafkajs messages.
+    if (!installProduceEncoder()) opts.logger.warn('kafka: kafkajs was loaded before src/kafka/preload.js (or is not 2.2.4): rows are sent as kafkajs messages, at several times the CPU per row');
     this.#o = opts;
     const kafka = kafkaClient(opts.kafka, opts.logger);
     this.#admin = new LazyAdmin(kafka);
@@ -64,7 +68,7 @@ export class KafkaSink implements Sink {
       logger: opts.logger,
     };
     const write = opts.exactlyOnce ? writeTransaction : writeIdempotent;
-    this.#lanes = new Lanes(
+    this.#lanes = new Lanes<EncodedRows>(
       opts.maxTransactionBytes ?? KAFKA_SINK_DEFAULTS.maxTransactionBytes,
       (id, group) => write(this.#context, id, group),
       () => this.#afterGroup(),
@@ -77,12 +81,13 @@ export class KafkaSink implements Sink {
   }
 
   async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
-    if (batch.rows.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return WRITTEN_ALL;
     if (this.#closing !== null) throw new StreamstatsError('STREAMSTATS_SINK', `kafka: write to ${this.#o.topic} after close()`);
     await this.#limits.read();
+    // Encoded before anything else reads the batch: its rows as objects are never made here.
     const rows = encodeRows(batch, this.#o.topic, this.#limits);
-    if (rows.messages.length === 0 && (commit === undefined || !this.#o.exactlyOnce)) return { rejected: rows.rejected };
-    return this.#lanes.enqueue(this.#laneId(batch, commit), rows, batch.rows.length, commit);
+    if (rows.rowCount === 0 && (commit === undefined || !this.#o.exactlyOnce)) return WRITTEN_ALL;
+    if (rows.count === 0 && (commit === undefined || !this.#o.exactlyOnce)) return { rejected: rows.rejected };
+    return this.#lanes.enqueue(this.#laneId(batch, commit), rows, rows.rowCount, commit);
   }
 
   /**
@@ -93,7 +98,8 @@ export class KafkaSink implements Sink {
   #laneId(batch: RowBatch, commit: SinkCommit | undefined): string {
     // Without a commit (unpartitioned source) the rows still say which input partition they belong
     // to when there is one; otherwise one producer for the whole group.
-    const first = batch.rows[0];
+    // Rows are read (made as objects) only then.
+    const first = commit === undefined ? batch.rows[0] : undefined;
     const input = commit ?? (first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined);
     if (!this.#o.exactlyOnce) return input === undefined ? 'rows' : `rows.${input.topic}.${input.partition}`;
     return input !== undefined ? this.transactionalId(input.topic, input.partition) : `${this.#o.groupId}.rows`;

@@ -5,15 +5,16 @@
 // producer per input partition, transactionalId `${groupId}.${topic}.${partition}`; a new owner's
 // InitProducerId fences the previous one (its next transaction fails with INVALID_PRODUCER_EPOCH) and
 // aborts or completes whatever transaction it left open.
-import type { Transaction } from 'kafkajs';
+import type { Message, Transaction } from 'kafkajs';
 import { formatCommitMeta } from '../../commit/meta.js';
 import { StreamstatsError } from '../../errors.js';
 import { isFencingError, rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSlot } from '../../kafka/producer.js';
 import { RecordsRefused } from '../../kafka/refusals.js';
+import { releasePrepared } from '../../kafka/produce-request.js';
 import { sendOffsetWithMetadata } from '../../kafka/transactions.js';
 import type { RowRejection, SinkCommit } from '../types.js';
-import type { QueuedWrite } from './lanes.js';
+import type { SinkWrite } from './lanes.js';
 import { requests, withRefusals, type GroupWriteContext } from './writes.js';
 
 /**
@@ -24,19 +25,20 @@ export function transactionalId(groupId: string, topic: string, partition: numbe
   return `${groupId}.${topic}.${partition}`;
 }
 
-export function writeTransaction(c: GroupWriteContext, id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
+export function writeTransaction(c: GroupWriteContext, id: string, group: readonly SinkWrite[]): Promise<Map<SinkWrite, RowRejection[]>> {
   // The latest commit point covers every earlier one of the lane (one input partition).
   let commit: SinkCommit | undefined;
   for (const w of group) if (w.commit !== undefined) commit = w.commit;
   const rows = group.reduce((a, w) => a + w.rows, 0);
-  return withRefusals(c, group, (items) => c.producers.run(id, async (producer, slot) => {
+  return withRefusals(c, group, (g, ids) => c.producers.run(id, async (producer, slot) => {
     let committing = false;
     let tx: Transaction | null = null;
     try {
       const txn = await producer.transaction();
       tx = txn;
-      for (const chunk of requests(c, items)) {
-        await txn.send({ topic: c.topic, acks: -1, compression: c.codec, messages: chunk.map((x) => x.m) });
+      for (const r of requests(c, g, ids)) {
+        await txn.send({ topic: c.topic, acks: -1, compression: c.codec, messages: r.messages as Message[] });
+        releasePrepared(r.messages);
       }
       if (commit !== undefined) {
         await sendOffsetWithMetadata(txn, c.groupId, { topic: commit.topic, partition: commit.partition, offset: commit.point.position, metadata: formatCommitMeta(commit.point) });

@@ -1,14 +1,18 @@
 // The at-least-once write of a group (one idempotent producer per lane, acks=-1), and what both modes
 // share: requests cut per partition, and rows the broker refuses returned as rejected.
+import type { Message } from 'kafkajs';
 import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
 import { rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSet } from '../../kafka/producer.js';
-import { RecordsRefused, sendRefusingOversize } from '../../kafka/refusals.js';
-import { chunkItems, RECORD_OVERHEAD_BYTES, requestBudget } from '../../kafka/requests.js';
+import { BufferPool } from '../../kafka/buffer-pool.js';
+import { preparedBatchesAccepted, PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
+import { RECORD_FRAMING_MAX_BYTES, RecordBatchWriter } from '../../kafka/record-batch.js';
+import { RecordsRefused, sendRefusingOversizeBy } from '../../kafka/refusals.js';
+import { RECORD_OVERHEAD_BYTES, requestBudget } from '../../kafka/requests.js';
 import type { TopicLimits } from '../../kafka/topics.js';
 import type { RowRejection } from '../types.js';
-import { flatten, type Item, type QueuedWrite } from './lanes.js';
+import { GroupMessages, type SinkWrite } from './lanes.js';
 
 /** What a group write needs of the sink. */
 export interface GroupWriteContext {
@@ -21,33 +25,109 @@ export interface GroupWriteContext {
   readonly logger: Logger;
 }
 
-/** Requests of at most maxRequestBytes, and at most the topic's max.message.bytes, per partition. */
-export function requests(c: GroupWriteContext, items: readonly Item[]): Item[][] {
-  return chunkItems(items, requestBudget(c.maxRequestBytes, c.limits.maxMessageBytes), RECORD_OVERHEAD_BYTES);
+/** One produce request of a group: how many of its messages, and what kafkajs's send() takes. */
+export interface SinkRequest {
+  readonly count: number;
+  readonly messages: Array<PreparedBatch | Message>;
 }
 
 /**
- * Runs a write; when the broker refuses records (the topic's max.message.bytes was lowered since it
- * was read), the rows now over the limit are returned as rejected and the rest written once more.
+ * The group's messages `ids` (in order) as requests of at most maxRequestBytes, and at most the
+ * topic's max.message.bytes, per partition (a larger message goes alone), made one by one as they are
+ * sent. Each partition's share is a PreparedBatch written here from the rows' bytes; only where
+ * kafkajs's producer does not take those (kafkajs was loaded before src/kafka/preload.ts) or a
+ * partition is not known yet (a topic created on first use) are they kafkajs messages.
  */
-export async function withRefusals(c: GroupWriteContext, group: readonly QueuedWrite[], run: (items: readonly Item[]) => Promise<void>): Promise<Map<QueuedWrite, RowRejection[]>> {
-  const refused = new Map<QueuedWrite, RowRejection[]>();
-  await sendRefusingOversize(flatten(group), c.limits, run, (x, why, max) => {
-    const list = refused.get(x.w) ?? [];
-    list.push({ index: x.row, detail: `kafka: ${c.topic} refused the row (${why}): ${x.size} bytes (key and value) is over max.message.bytes=${max}` });
-    refused.set(x.w, list);
+export function* requests(c: GroupWriteContext, g: GroupMessages, ids: readonly number[]): Generator<SinkRequest> {
+  const budget = requestBudget(c.maxRequestBytes, c.limits.maxMessageBytes);
+  let maxPartition = -1;
+  let prepared = preparedBatchesAccepted();
+  for (const k of ids) {
+    const p = g.writes[g.write[k]!]!.partition[g.msg[k]!]!;
+    if (p > maxPartition) maxPartition = p;
+    if (p < 0) prepared = false;
+  }
+  // Per partition (index p + 1; 0 for "not known"): bytes counted against the budget, and the
+  // record bytes its batch will hold.
+  const used = new Float64Array(maxPartition + 2);
+  const capacity = new Float64Array(maxPartition + 2);
+  let touched: number[] = [];
+  let from = 0;
+  for (let x = 0; x <= ids.length; x++) {
+    let p = 0;
+    let size = 0;
+    if (x < ids.length) {
+      const k = ids[x]!;
+      p = g.writes[g.write[k]!]!.partition[g.msg[k]!]! + 1;
+      size = g.size(k) + RECORD_OVERHEAD_BYTES;
+    }
+    if (x === ids.length ? x > from : x > from && used[p]! > 0 && used[p]! + size > budget) {
+      yield prepared ? preparedRequest(g, ids, from, x, touched, capacity) : plainRequest(g, ids, from, x);
+      for (const q of touched) used[q] = capacity[q] = 0;
+      touched = [];
+      from = x;
+    }
+    if (x === ids.length) break;
+    if (used[p] === 0) touched.push(p);
+    used[p]! += size;
+    capacity[p]! += size - RECORD_OVERHEAD_BYTES + RECORD_FRAMING_MAX_BYTES;
+  }
+}
+
+/** Record-batch buffers, reused once their request was answered (releasePrepared). */
+const BATCHES = new BufferPool(16 * 1024 * 1024);
+
+function preparedRequest(g: GroupMessages, ids: readonly number[], from: number, to: number, touched: readonly number[], capacity: Float64Array): SinkRequest {
+  const writers = new Array<RecordBatchWriter | undefined>(capacity.length);
+  for (const p of touched) writers[p] = new RecordBatchWriter(capacity[p]!, BATCHES);
+  for (let x = from; x < to; x++) {
+    const k = ids[x]!;
+    const w = g.writes[g.write[k]!]!;
+    const i = g.msg[k]!;
+    writers[w.partition[i]! + 1]!.appendRange(w.keys, w.keyStart[i]!, w.keyEnd[i]!, w.values, w.valueStart[i]!, w.valueEnd[i]!);
+  }
+  return { count: to - from, messages: touched.map((p) => new PreparedBatch(p - 1, writers[p]!)) };
+}
+
+function plainRequest(g: GroupMessages, ids: readonly number[], from: number, to: number): SinkRequest {
+  const messages: Message[] = [];
+  for (let x = from; x < to; x++) {
+    const k = ids[x]!;
+    const w = g.writes[g.write[k]!]!;
+    const i = g.msg[k]!;
+    const p = w.partition[i]!;
+    const m = { key: w.keys.subarray(w.keyStart[i]!, w.keyEnd[i]!), value: w.values.subarray(w.valueStart[i]!, w.valueEnd[i]!) };
+    messages.push(p >= 0 ? { ...m, partition: p } : m);
+  }
+  return { count: to - from, messages };
+}
+
+/**
+ * Runs a write of the group's messages (by number); when the broker refuses records (the topic's
+ * max.message.bytes was lowered since it was read), the rows now over the limit are returned as
+ * rejected and the rest written once more.
+ */
+export async function withRefusals(c: GroupWriteContext, group: readonly SinkWrite[], run: (g: GroupMessages, ids: readonly number[]) => Promise<void>): Promise<Map<SinkWrite, RowRejection[]>> {
+  const refused = new Map<SinkWrite, RowRejection[]>();
+  const g = new GroupMessages(group);
+  await sendRefusingOversizeBy(g.all, c.limits, (ids) => run(g, ids), (k) => g.size(k), (k, why, max) => {
+    const w = group[g.write[k]!]!;
+    const list = refused.get(w) ?? [];
+    list.push({ index: w.rowIndex[g.msg[k]!]!, detail: `kafka: ${c.topic} refused the row (${why}): ${g.size(k)} bytes (key and value) is over max.message.bytes=${max}` });
+    refused.set(w, list);
   });
   return refused;
 }
 
-export function writeIdempotent(c: GroupWriteContext, id: string, group: readonly QueuedWrite[]): Promise<Map<QueuedWrite, RowRejection[]>> {
+export function writeIdempotent(c: GroupWriteContext, id: string, group: readonly SinkWrite[]): Promise<Map<SinkWrite, RowRejection[]>> {
   const rows = group.reduce((a, w) => a + w.rows, 0);
-  return withRefusals(c, group, (items) => c.producers.run(id, async (producer, slot) => {
+  return withRefusals(c, group, (g, ids) => c.producers.run(id, async (producer, slot) => {
     let sent = 0;
     try {
-      for (const chunk of requests(c, items)) {
-        await producer.send({ topic: c.topic, acks: -1, compression: c.codec, messages: chunk.map((x) => x.m) });
-        sent += chunk.length;
+      for (const r of requests(c, g, ids)) {
+        await producer.send({ topic: c.topic, acks: -1, compression: c.codec, messages: r.messages as Message[] });
+        releasePrepared(r.messages);
+        sent += r.count;
       }
     } catch (err) {
       // A failed idempotent send leaves kafkajs's sequence numbers out of step: start afresh.

@@ -1,7 +1,7 @@
-// The partitions this member holds in the current group generation, and the engine partition ids
-// behind them. kafkajs restarts every assigned partition from its committed offset after each join,
-// so a join never continues a partition: it replaces the whole table, with fresh ids, and the engine
-// rebuilds each partition from its commit. Ids are never reused, so a late result of the previous
+// The partitions this member holds in the current group generation, and the lane behind each. kafkajs
+// restarts every assigned partition from its committed offset after each join, so a join never
+// continues a lane: it replaces the whole table, with fresh lane numbers, and each partition's lane
+// is opened again at its commit. Numbers are never reused, so a late result of the previous
 // generation can never be taken for the new one.
 
 export interface TopicPartition {
@@ -11,12 +11,12 @@ export interface TopicPartition {
 
 export const tpKey = (tp: TopicPartition): string => `${tp.topic}:${tp.partition}`;
 
-/** A partition held in one generation; `id` is the engine's partition id. */
+/** A partition held in one generation; `id` is the number of its lane at the lane host. */
 export interface Held {
   readonly id: number;
   readonly tp: TopicPartition;
   readonly gen: number;
-  /** Resolves once the partition is restored (its engine state opened): its batches wait for it. */
+  /** Resolves once the partition is restored (its lane opened): its batches wait for it. */
   ready: Promise<void>;
   /** Set when the sink's stored position differs from where kafkajs starts: the first batch seeks. */
   seekTo: number | null;
@@ -74,7 +74,7 @@ export class Assignment {
     return held;
   }
 
-  /** Empties the table (the engine got each partition's identity when it opened, and keeps it to the end). */
+  /** Empties the table (each lane got its partition's identity when it opened, and keeps it to the end). */
   clear(): Held[] {
     const old = [...this.#held.values()];
     this.#held.clear();

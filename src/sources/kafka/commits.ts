@@ -1,21 +1,23 @@
-// Commits of the engine's safe points: per held partition, the offset the engine says may be
+// Commits of the lanes' commit points: per held partition, the offset its lane says may be
 // committed (the oldest position still feeding an open window) with the emitted-window boundary as
 // metadata, so a restart replays exactly the open windows' input and skips what was emitted. Never
-// more than the engine's point; one commit at a time, in call order; an unchanged point is not sent
-// again. With a position store that is not the group itself (PostgreSQL), the points it stored are
-// committed instead, trailing it: the store restores, the group's offsets are there for lag tools.
+// more than the lane's point; one commit at a time, in call order; an unchanged point is not sent
+// again (that part is every source's: ../lanes/commits.ts). With a position store that is not the
+// group itself (PostgreSQL), the points it stored are committed instead, trailing it: the store
+// restores, the group's offsets are there for lag tools.
 import type { Consumer } from 'kafkajs';
 import type { Logger } from 'pino';
 import { formatCommitMeta } from '../../commit/meta.js';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
-import type { Engine } from '../../engine/index.js';
+import { LaneCommits, type CommitReason } from '../lanes/commits.js';
+import type { LaneHost } from '../types.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { Held } from './assignment.js';
 
-export type CommitReason = 'interval' | 'rebalance' | 'shutdown';
+export type { CommitReason } from '../lanes/commits.js';
 
 export interface CommitterOptions {
-  readonly engine: Pick<Engine, 'commitPoint'>;
+  readonly lanes: Pick<LaneHost, 'status'>;
   readonly metrics: Pick<Metrics, 'commits' | 'commitSeconds'>;
   readonly logger: Logger;
   /** The consumer of the current session (null between sessions: nothing to commit through). */
@@ -23,74 +25,62 @@ export interface CommitterOptions {
   /** The partitions held now. */
   readonly held: () => Iterable<Held>;
   /**
-   * Where the committed points come from. 'engine': its commit points. A PositionStore: the points
+   * Where the committed points come from. 'lanes': the lanes' commit points. A PositionStore: the points
    * it has stored (committed rows), so the group trails the store. 'none': a store that writes the
    * group's offsets itself (the exactly-once Kafka sink, in its transactions): committing here too
    * would race with it, since the broker keeps the offset commit appended last to
    * __consumer_offsets and a transaction's offsets are appended before it commits, so a plain commit
    * of an older point sent meanwhile wins, and the next owner emits windows again.
    */
-  readonly from: 'engine' | 'none' | PositionStore;
+  readonly from: 'lanes' | 'none' | PositionStore;
 }
+
+type Offsets = Array<{ topic: string; partition: number; offset: string; metadata: string }>;
 
 export class Committer {
   readonly #o: CommitterOptions;
-  #chain: Promise<void> = Promise.resolve();
-  /** What was last committed for a held partition (position|metadata); gone with the partition. */
-  readonly #last = new WeakMap<Held, string>();
+  readonly #commits: LaneCommits<Held>;
+  /** The consumer the points being committed were read for: the commit goes through it. */
+  #via: Pick<Consumer, 'commitOffsets'> | null = null;
 
   constructor(o: CommitterOptions) {
     this.#o = o;
+    const offsets = (points: ReadonlyArray<readonly [Held, CommitPoint]>): Offsets =>
+      points.map(([h, cp]) => ({ topic: h.tp.topic, partition: h.tp.partition, offset: String(cp.position), metadata: formatCommitMeta(cp) }));
+    this.#commits = new LaneCommits<Held>({
+      metrics: o.metrics,
+      logger: o.logger,
+      points: () => this.#points(),
+      // The offset and its metadata as they go on the wire: what the broker would keep.
+      mark: (_, cp) => `${cp.position}|${formatCommitMeta(cp)}`,
+      send: async (points, reason) => {
+        const sent = offsets(points);
+        await this.#via!.commitOffsets(sent);
+        o.logger.debug({ reason, offsets: sent }, 'kafka: committed');
+      },
+      onFailed: (err, reason) => o.logger.warn({ reason, err }, 'kafka: commit failed; the next one retries'),
+    });
   }
 
   /** Queues a commit of every held partition's safe point; resolves once it was sent (or failed, logged). */
   commit(reason: CommitReason): Promise<void> {
-    this.#chain = this.#chain.then(() => this.#commitNow(reason));
-    return this.#chain;
+    return this.#commits.commit(reason);
   }
 
-  async #commitNow(reason: CommitReason): Promise<void> {
-    const consumer = this.#o.consumer();
-    if (consumer === null || this.#o.from === 'none') return;
-    const { metrics, logger } = this.#o;
-    const points = await this.#points();
-    if (points === null) return;
-    const offsets: Array<{ topic: string; partition: number; offset: string; metadata: string }> = [];
-    const sent: Array<[Held, string]> = [];
-    for (const [h, cp] of points) {
-      const metadata = formatCommitMeta(cp);
-      const id = `${cp.position}|${metadata}`;
-      if (id === this.#last.get(h)) continue;
-      offsets.push({ topic: h.tp.topic, partition: h.tp.partition, offset: String(cp.position), metadata });
-      sent.push([h, id]);
-    }
-    if (offsets.length === 0) return;
-    const end = metrics.commitSeconds.startTimer();
-    try {
-      await consumer.commitOffsets(offsets);
-      end();
-      metrics.commits.inc({ result: 'ok' });
-      for (const [h, id] of sent) this.#last.set(h, id);
-      logger.debug({ reason, offsets }, 'kafka: committed');
-    } catch (err) {
-      metrics.commits.inc({ result: 'error' });
-      logger.warn({ reason, err }, 'kafka: commit failed; the next one retries');
-    }
-  }
-
-  /** The point of each held partition that has one; null when the store could not be read. */
+  /** The point of each held partition that has one; null when there is nothing to commit through or the store could not be read. */
   async #points(): Promise<Array<[Held, CommitPoint]> | null> {
+    this.#via = this.#o.consumer();
+    if (this.#via === null || this.#o.from === 'none') return null;
     const held = [...this.#o.held()];
     const from = this.#o.from;
     const out: Array<[Held, CommitPoint]> = [];
-    if (from === 'engine') {
+    if (from === 'lanes') {
       for (const h of held) {
-        const cp = this.#o.engine.commitPoint(h.id);
+        const cp = this.#o.lanes.status(h.id)?.commitPoint ?? null;
         if (cp !== null) out.push([h, cp]);
       }
       return out;
     }
-    if (from === 'none') return out;
     const byTopic = new Map<string, Held[]>();
     for (const h of held) byTopic.set(h.tp.topic, [...(byTopic.get(h.tp.topic) ?? []), h]);
     try {

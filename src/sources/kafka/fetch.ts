@@ -40,7 +40,7 @@ function packedLength(m: KafkaMessage, cap: number): number {
   return n > cap ? cap : n > 0 ? n : 0;
 }
 
-export function cutFetch(partition: number, fetched: Fetched, o: FetchCutOptions): SourceBatch[] {
+export function cutFetch(lane: number, fetched: Fetched, o: FetchCutOptions): SourceBatch[] {
   const out: SourceBatch[] = [];
   const msgs = fetched.messages;
   const cap = o.maxMessageBytes === undefined ? Infinity : o.maxMessageBytes + 1;
@@ -53,7 +53,7 @@ export function cutFetch(partition: number, fetched: Fetched, o: FetchCutOptions
     do bytes += packedLength(msgs[hi++]!, cap);
     while (hi < msgs.length && hi - lo < o.batchSize && bytes < o.batchMaxBytes);
     const endPosition = hi === msgs.length ? Number(fetched.lastOffset()) + 1 : Number(msgs[hi]!.offset);
-    out.push(pack(partition, msgs, lo, hi, bytes, endPosition, o, state));
+    out.push(pack(lane, msgs, lo, hi, bytes, endPosition, o, state));
     lo = hi;
   }
   return out;
@@ -66,7 +66,7 @@ interface CutState {
 }
 
 /** Messages lo..hi (bytes of them in all) copied into one shared buffer, with their positions and keys. */
-function pack(partition: number, msgs: readonly KafkaMessage[], lo: number, hi: number, bytes: number, endPosition: number, o: FetchCutOptions, state: CutState): SourceBatch {
+function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: number, bytes: number, endPosition: number, o: FetchCutOptions, state: CutState): SourceBatch {
   // Sized to the batch, not to a fixed size: the intake counts message bytes, not capacity, and every
   // byte of a batch's capacity is resident while it waits (1 MiB buffers for 100-message batches grew
   // the overload test's RSS by ~150 MiB). A recycled buffer is at most twice the size class of the batch.
@@ -108,7 +108,7 @@ function pack(partition: number, msgs: readonly KafkaMessage[], lo: number, hi: 
   }
   offsets[count] = at;
   const batch: SourceBatch = {
-    partition,
+    lane,
     data,
     offsets,
     positions,

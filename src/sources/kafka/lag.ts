@@ -10,14 +10,12 @@
 // growing with the clock: an outage must show as growing lag, not as a frozen 0 or a missing series.
 import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
+import { pendingAgeSeconds, type LaneHost } from '../types.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 
-export type LagEngine = Pick<Engine, 'appliedEnd' | 'pendingAgeSeconds' | 'lastAppliedTimestampMs'>;
-
 export interface LagOptions {
-  readonly engine: LagEngine;
+  readonly lanes: Pick<LaneHost, 'status'>;
   readonly metrics: Pick<Metrics, 'lagMessages' | 'lagSeconds'>;
   readonly logger: Logger;
 }
@@ -53,10 +51,10 @@ export class Lag {
 
   /** Messages behind, summed over the tracked partitions whose high watermark is known (0 with none). */
   totalMessages(): number {
-    const { engine } = this.#o;
+    const { lanes } = this.#o;
     let sum = 0;
     for (const { held, hw, start, away } of this.#parts.values()) {
-      const next = away !== null ? away.next : (engine.appliedEnd(held.id) ?? start);
+      const next = away !== null ? away.next : (lanes.status(held.id)?.appliedEnd ?? start);
       if (hw !== null && next !== null) sum += Math.max(0, hw - next);
     }
     return sum;
@@ -68,18 +66,19 @@ export class Lag {
   }
 
   /**
-   * The group is away (the session failed or the consumer crashed): the engine's partitions are
-   * dropped or stalled, so what the lag needs of them is kept now. Until the next join (clear()), lag
+   * The group is away (the session failed or the consumer crashed): the partitions' lanes are
+   * closed or stalled, so what the lag needs of them is kept now. Until the next join (clear()), lag
    * in messages stays at its last value and lag in seconds grows from the oldest moment the next
    * unprocessed record can be from: the last applied record when behind, else the moment we left.
    */
   detach(nowMs: number): void {
-    const { engine } = this.#o;
+    const { lanes } = this.#o;
     for (const t of this.#parts.values()) {
       if (t.away !== null) continue;
-      const next = engine.appliedEnd(t.held.id) ?? t.start;
-      const pendingAge = engine.pendingAgeSeconds(t.held.id, nowMs);
-      const lastTs = engine.lastAppliedTimestampMs(t.held.id);
+      const s = lanes.status(t.held.id);
+      const next = s?.appliedEnd ?? t.start;
+      const pendingAge = pendingAgeSeconds(s, nowMs);
+      const lastTs = s?.lastAppliedTimestampMs ?? null;
       const behind = t.hw !== null && next !== null && t.hw > next;
       const sinceMs = pendingAge !== null ? nowMs - pendingAge * 1000 : behind && lastTs !== null ? Math.min(lastTs, nowMs) : nowMs;
       t.away = { next, sinceMs };
@@ -101,7 +100,7 @@ export class Lag {
    * queued per `inHand`, nothing submitted and unapplied): the candidates for an idle flush.
    */
   update(nowMs: number, inHand: (h: Held) => boolean): Held[] {
-    const { engine, metrics } = this.#o;
+    const { lanes, metrics } = this.#o;
     const caughtUp: Held[] = [];
     for (const { held, hw, start, away } of this.#parts.values()) {
       const labels = { topic: held.tp.topic, partition: String(held.tp.partition) };
@@ -112,11 +111,12 @@ export class Lag {
         metrics.lagSeconds.set(labels, Math.max(0, (nowMs - away.sinceMs) / 1000));
         continue;
       }
-      const next = engine.appliedEnd(held.id) ?? start;
+      const s = lanes.status(held.id);
+      const next = s?.appliedEnd ?? start;
       if (hw === null || next === null) continue;
       const lag = Math.max(0, hw - next);
       metrics.lagMessages.set(labels, lag);
-      const pendingAge = engine.pendingAgeSeconds(held.id, nowMs);
+      const pendingAge = pendingAgeSeconds(s, nowMs);
       if (lag === 0 && pendingAge === null && !inHand(held)) {
         metrics.lagSeconds.set(labels, 0);
         caughtUp.push(held);
@@ -124,7 +124,7 @@ export class Lag {
       }
       // Nothing of it submitted (paused, or not yet fetched): the next record to process is at least
       // as old as the last one applied, so that age is a lower bound of the lag.
-      const lastTs = engine.lastAppliedTimestampMs(held.id);
+      const lastTs = s?.lastAppliedTimestampMs ?? null;
       const age = pendingAge ?? (lastTs === null ? null : Math.max(0, (nowMs - lastTs) / 1000));
       if (age !== null) metrics.lagSeconds.set(labels, age);
     }

@@ -9,8 +9,8 @@ import type { Logger } from 'pino';
 import { retry, type Signal } from '../../async/index.js';
 import { parseCommitMeta } from '../../commit/meta.js';
 import type { CommitPoint, PositionStore, RestoredPoint } from '../../commit/types.js';
-import type { PartitionInit } from '../../commit/types.js';
-import type { Engine } from '../../engine/index.js';
+import type { LaneInit } from '../../commit/types.js';
+import type { LaneHost } from '../types.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 
 /** What was read for the partitions of one join, by tpKey. */
@@ -21,7 +21,7 @@ export interface RestoreState {
 }
 
 export interface RestorePlan {
-  readonly init: PartitionInit;
+  readonly init: LaneInit;
   /** Where consumption of this assignment starts (null: unknown, the topic's ends were not read). */
   readonly start: number | null;
   /** High watermark read with the offsets. */
@@ -102,13 +102,13 @@ export function planRestore(tp: TopicPartition, s: RestoreState, from: 'earliest
 }
 
 /**
- * Restores the partitions of one join: opens each still-held partition in the engine from its plan
+ * Restores the partitions of one join: opens each still-held partition's lane at its plan's point
  * and hands the plan to `onPlan` (lag bookkeeping). Partitions replaced meanwhile are left alone.
  */
 export async function restore(
   held: readonly Held[],
   o: RestoreOptions & {
-    readonly engine: Pick<Engine, 'openPartition'>;
+    readonly lanes: Pick<LaneHost, 'open'>;
     readonly isCurrent: (h: Held) => boolean;
     readonly onPlan: (h: Held, plan: RestorePlan) => void;
   },
@@ -117,7 +117,7 @@ export async function restore(
   for (const h of held) {
     if (!o.isCurrent(h)) continue;
     const plan = planRestore(h.tp, state, o.from);
-    o.engine.openPartition(h.id, plan.init);
+    o.lanes.open(h.id, plan.init);
     h.seekTo = plan.seekTo;
     o.onPlan(h, plan);
     if (plan.from === 'sink') {

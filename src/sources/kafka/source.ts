@@ -2,8 +2,10 @@
 // consumer. supervisor.ts runs one session after another with back-off; session.ts is one kafkajs
 // consumer from connect to leave; assignment.ts the partitions held in the current generation;
 // restore.ts where each partition resumes on a join; fetch.ts cuts a fetch into pool batches;
-// intake.ts queues them for the engine, pausing partitions at its byte budget; commits.ts commits the
-// engine's safe points; lag.ts and idle.ts keep lag metrics fresh and close idle windows.
+// intake.ts queues them for the lane host, pausing partitions at its byte budget; commits.ts commits
+// the lanes' commit points; lag.ts and idle.ts keep lag metrics fresh and close idle windows. Each
+// held partition is a lane of the host (the engine), named by its Held id; the source never reaches
+// into the engine beyond the LaneHost calls (../types.ts).
 //
 // kafkajs facts this relies on (2.2.4): the resolved offset IS the fetch position, so eachBatch
 // resolves right away and returns (heartbeats only flow between batches); after every group join
@@ -14,7 +16,6 @@ import kafkajs, { type EachBatchPayload, type Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { Signal, withTimeout } from '../../async/index.js';
 import type { KafkaConfig } from '../../config/index.js';
-import type { Engine } from '../../engine/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { PositionStore } from '../../commit/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
@@ -22,7 +23,7 @@ import { registerCodecs } from '../../kafka/codecs.js';
 import { Assignment, byTopic, tpKey, type TopicPartition } from './assignment.js';
 import { Committer } from './commits.js';
 import { cutFetch } from './fetch.js';
-import { flushIdle } from './idle.js';
+import { flushIdle } from '../lanes/idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
 import { installFastBatch } from './batch.js';
@@ -32,6 +33,7 @@ import { GroupSession } from './session.js';
 import { Supervisor } from './supervisor.js';
 import { limitRepeats } from './repeat-log.js';
 import { BufferRecycler } from '../recycle.js';
+import type { LaneHost } from '../types.js';
 
 /** Identical warnings and errors are written at most once per this interval, with a count (an outage repeats them). */
 export const REPEATED_LOG_INTERVAL_MS = 10_000;
@@ -59,13 +61,14 @@ export const LAG_SCRAPE_POLL_MS = 1_000;
 
 export interface KafkaSourceOptions {
   readonly kafka: KafkaConfig;
-  readonly engine: Engine;
+  /** Runs the partitions' lanes: the engine. */
+  readonly lanes: LaneHost;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly batchSize: number;
   readonly batchMaxBytes: number;
   /**
-   * Bytes fetched and waiting for the engine before busy partitions are paused (resumed below half).
+   * Bytes fetched and waiting for the lane host before busy partitions are paused (resumed below half).
    * Large on purpose: once every partition is paused, kafkajs sleeps a whole KAFKA_MAX_WAIT_MS before
    * fetching again, so pausing early starves the pool.
    */
@@ -92,7 +95,7 @@ export class KafkaSource {
   readonly #lag: Lag;
   readonly #committer: Committer;
   readonly #supervisor: Supervisor;
-  /** Batch buffers the engine gave back (Batch.release), for the next fetches' batches. */
+  /** Batch buffers the lane host gave back (Batch.release), for the next fetches' batches. */
   readonly #recycler = new BufferRecycler();
   #session: GroupSession | null = null;
   #fatal: Error | null = null;
@@ -102,7 +105,7 @@ export class KafkaSource {
   #refreshing: Promise<void> | null = null;
 
   constructor(opts: KafkaSourceOptions) {
-    const { kafka, engine, metrics } = opts;
+    const { kafka, lanes, metrics } = opts;
     const logger = limitRepeats(opts.logger, REPEATED_LOG_INTERVAL_MS);
     this.#o = { ...opts, logger };
     this.describe = `kafka:${kafka.topics.join(',')}`;
@@ -113,7 +116,7 @@ export class KafkaSource {
     this.#client = new kafkajs.Kafka(kafkajsConfig(kafka, logger));
     this.#intake = new Intake({
       maxBytes: opts.intakeMaxBytes,
-      submit: (b) => engine.submit(b),
+      submit: (b) => lanes.submit(b),
       isCurrent: (h) => this.#held.isCurrent(h),
       onFatal: (err) => {
         this.#fatal = err;
@@ -122,14 +125,14 @@ export class KafkaSource {
       },
       paused: metrics.pausedPartitions,
     });
-    this.#lag = new Lag({ engine, metrics, logger });
+    this.#lag = new Lag({ lanes, metrics, logger });
     this.#committer = new Committer({
-      engine,
+      lanes,
       metrics,
       logger,
       consumer: () => this.#session?.consumer ?? null,
       held: () => this.#held.values(),
-      from: opts.positions === undefined ? 'engine' : opts.commitStoredPositions === true ? opts.positions : 'none',
+      from: opts.positions === undefined ? 'lanes' : opts.commitStoredPositions === true ? opts.positions : 'none',
     });
     this.#supervisor = new Supervisor({
       session: () => this.#runSession(),
@@ -237,7 +240,7 @@ export class KafkaSource {
   }
 
   #onJoin(session: GroupSession, tps: TopicPartition[], memberId: string): void {
-    const { metrics, logger, engine, kafka } = this.#o;
+    const { metrics, logger, lanes, kafka } = this.#o;
     metrics.rebalances.inc();
     this.#supervisor.joined();
     // An emission of the previous generation may still be writing to the sink: the restore must read
@@ -253,7 +256,7 @@ export class KafkaSource {
         ...(this.#o.positions === undefined ? {} : { positions: this.#o.positions }),
         logger,
         signal: session.ended,
-        engine,
+        lanes,
         isCurrent: (h) => this.#held.isCurrent(h),
         onPlan: (h, plan) => this.#lag.track(h, plan.start, plan.hw),
       }))
@@ -283,14 +286,14 @@ export class KafkaSource {
     metrics.fetchBatchMessages.observe(batch.messages.length);
     this.#lag.sawHighWatermark(h.tp, Number(batch.highWatermark));
     const batches = cutFetch(h.id, batch, { batchSize, batchMaxBytes, recycler: this.#recycler, ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }) });
-    // The fetch position moves on now; what is committed is decided by the engine's windows.
+    // The fetch position moves on now; what is committed is decided by the lanes' windows.
     resolveOffset(batch.lastOffset());
     this.#intake.push(h, batches);
   }
 
-  /** Shutdown: no more fetching, every batch already handed to the engine is applied, then the final commit. */
+  /** Shutdown: no more fetching, every batch already handed to the lanes is applied, then the final commit. */
   async #drainAndCommit(session: GroupSession): Promise<void> {
-    const { logger, engine } = this.#o;
+    const { logger, lanes } = this.#o;
     try {
       const tps = byTopic([...this.#held.values()].map((h) => h.tp));
       if (tps.length > 0) session.consumer?.pause(tps);
@@ -301,7 +304,7 @@ export class KafkaSource {
     // nothing is lost, since commits never pass them (the next owner fetches them again).
     this.#intake.stop();
     await this.#intake.idle();
-    await engine.drain().catch(() => {});
+    await lanes.drain().catch(() => {});
     await this.#committer.commit('shutdown');
     logger.info('kafka: in-flight batches applied and offsets committed');
   }
@@ -315,13 +318,13 @@ export class KafkaSource {
     if (o.keepLag !== true) this.#lag.clear();
     this.#intake.reset();
     this.#o.metrics.assignedPartitions.set(0);
-    return Promise.all(old.map((h) => this.#o.engine.dropPartition(h.id))).then(() => undefined);
+    return Promise.all(old.map((h) => this.#o.lanes.closeDirty(h.id))).then(() => undefined);
   }
 
   /** Once a second: lag metrics, and idle flushing of caught-up partitions. */
   async #tick(): Promise<void> {
     const now = Date.now();
     const caughtUp = this.#lag.update(now, (h) => this.#intake.has(h));
-    await flushIdle(caughtUp, now, { engine: this.#o.engine, idleFlushMs: this.#o.kafka.idleFlushMs });
+    await flushIdle(caughtUp, now, { lanes: this.#o.lanes, idleFlushMs: this.#o.kafka.idleFlushMs });
   }
 }

@@ -18,7 +18,7 @@ export interface RedisConfig {
   readonly readCount: number;
   readonly blockMs: number;
   readonly claimIdleMs: number;
-  /** Bytes one read may bring in, by the sizes seen so far: the read COUNT shrinks to fit. */
+  /** Bytes one read may bring in (ids, field names and values of its entries; an entry larger is read alone). */
   readonly readMaxBytes: number;
   readonly tlsCa: string | undefined;
   readonly tlsRejectUnauthorized: boolean;

@@ -25,14 +25,14 @@ export interface SourceDeadLetter {
   write(entries: readonly SourceRejected[]): Promise<void>;
 }
 
-/** One missing_field dead letter per entry, except those an earlier run dead-lettered already (below replayBefore). */
+/** One missing_field dead letter per entry, except those an earlier run dead-lettered already (below the restored applied end). */
 export function missingFieldLetters(
   missing: readonly Missing[],
-  lane: { readonly id: number; readonly stream: string; readonly slot: number; readonly replayBefore: number; readonly field: string; readonly source: string },
+  lane: { readonly id: number; readonly stream: string; readonly partition: number; readonly restoredAppliedEnd: number; readonly field: string; readonly source: string },
 ): SourceRejected[] {
   const out: SourceRejected[] = [];
   for (const m of missing) {
-    if (m.position < lane.replayBefore) continue;
+    if (m.position < lane.restoredAppliedEnd) continue;
     out.push({
       time: new Date().toISOString(),
       reason: 'missing_field',
@@ -47,7 +47,7 @@ export function missingFieldLetters(
       value_encoding: 'utf8',
       key: Buffer.from(m.id).toString('base64'),
       topic: lane.stream,
-      kafka_partition: lane.slot,
+      kafka_partition: lane.partition,
     });
   }
   return out;

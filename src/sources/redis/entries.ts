@@ -31,16 +31,17 @@ export interface Split {
   /** Ids acknowledged without processing: below the stored position, or deleted from the stream. */
   readonly done: string[];
   readonly missing: Missing[];
-  bytes: number;
 }
 
 export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): Split {
-  const out: Split = { batches: [], done: [], missing: [], bytes: 0 };
+  const out: Split = { batches: [], done: [], missing: [] };
   // Batch buffers are zero-filled shared memory, resident in full while a batch waits: size the first
-  // to what the first batch can hold (its entries' field bytes), not to a fixed 1 MiB per read.
+  // to what the first batch can hold (its entries' REDIS_FIELD values, the only bytes copied in), not
+  // to a fixed 1 MiB per read nor to the other fields' bytes.
   let estimate = 64;
   for (let i = 0; i < entries.length && i < o.batchSize && estimate < o.batchMaxBytes; i++) {
-    for (const f of entries[i]!.fields ?? []) estimate += f.length;
+    const f = entries[i]!.fields;
+    estimate += f === null ? 0 : Math.min(fieldValue(f, o.field)?.length ?? 0, o.maxMessageBytes + 1);
   }
   const builder = new BatchBuilder(Math.min(o.batchMaxBytes, estimate));
   let positions: string[] = [];
@@ -53,7 +54,7 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
     if (builder.count === 0) return;
     const { data, offsets } = builder.take();
     out.batches.push({
-      partition: o.laneId,
+      lane: o.laneId,
       data,
       offsets,
       positions,
@@ -80,7 +81,6 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
       out.missing.push({ id: e.id, position: pos, fieldNames: names(e.fields) });
       continue;
     }
-    out.bytes += value.length;
     // A batch ends at the next entry processed: entries sorted out in between lie inside it.
     if (builder.count > 0 && (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes)) cut(pos);
     const ms = idMs(e.id);

@@ -1,6 +1,6 @@
 // Where a lane resumes: the one place that reads and writes stored positions. With a sink that owns
 // positions (PostgreSQL: written in the rows' transaction, keyed (topic = stream key, partition =
-// the consumer's slot)) the sink is the truth; otherwise a hash in Redis holds each lane's last
+// the consumer's lane number)) the sink is the truth; otherwise a hash in Redis holds each lane's last
 // commit point, written before the entries below it are acknowledged.
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { num, text, type RedisConn } from './client.js';
@@ -11,7 +11,11 @@ export type { PositionStore } from '../../commit/types.js';
 export interface LaneKey {
   readonly stream: string;
   readonly consumer: string;
-  readonly slot: number;
+  /**
+   * The consumer's number: its lanes' LaneIdentity.partition, the rows' `partition` and the sink's
+   * position key (kept in the group's `slots` hash: the Redis key keeps its name).
+   */
+  readonly partition: number;
 }
 
 /** Redis keys of the group's own bookkeeping (hash tag keeps them in one cluster slot). */
@@ -33,8 +37,8 @@ const field = (l: LaneKey) => `${l.stream}\n${l.consumer}`;
 
 export async function readPosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined): Promise<CommitPoint | null> {
   if (sink !== undefined) {
-    const stored = await sink.readPositions(lane.stream, [lane.slot]);
-    return stored.get(lane.slot) ?? null;
+    const stored = await sink.readPositions(lane.stream, [lane.partition]);
+    return stored.get(lane.partition) ?? null;
   }
   const raw = text(await redis.send(['HGET', keys(groupId).commits, field(lane)]));
   if (raw === '') return null;
@@ -95,16 +99,16 @@ export async function dropSegments(redis: RedisConn, groupId: string, lane: Lane
 }
 
 /**
- * A consumer's slot: the partition number its lanes carry in row identities and in the sink's
- * positions. Allocated once per consumer name, so a restarted consumer keeps its slot.
+ * A consumer's number: the partition its lanes carry in row identities and in the sink's
+ * positions. Allocated once per consumer name, so a restarted consumer keeps its number.
  */
-export async function slotOf(redis: RedisConn, groupId: string, consumer: string): Promise<number> {
+export async function partitionOf(redis: RedisConn, groupId: string, consumer: string): Promise<number> {
   const k = keys(groupId);
   const existing = num(await redis.send(['HGET', k.slots, consumer]));
   if (existing !== null) return existing;
   const next = num(await redis.send(['INCR', k.slotSeq]));
   await redis.send(['HSETNX', k.slots, consumer, String(next)]);
-  const slot = num(await redis.send(['HGET', k.slots, consumer]));
-  if (slot === null) throw new Error(`redis: no slot for consumer ${consumer}`);
-  return slot;
+  const partition = num(await redis.send(['HGET', k.slots, consumer]));
+  if (partition === null) throw new Error(`redis: no number for consumer ${consumer} in ${k.slots}`);
+  return partition;
 }

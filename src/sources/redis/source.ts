@@ -3,23 +3,29 @@
 // and then new ones ('>'); a consumer whose lease expired and that stayed idle REDIS_CLAIM_IDLE_MS
 // is taken over: another instance serves that consumer's lanes (its PEL under its name, restored
 // from its stored position) until its pending entries are acknowledged, then deletes it.
-// Acknowledgement only below the lane's safe commit point, exactly like Kafka offsets.
+// Acknowledgement only below the lane's commit point, exactly like Kafka offsets. Built from the lane
+// parts the Kafka source uses: the lane host's calls (../types.ts), commits (../lanes/commits.ts),
+// idle flush (../lanes/idle.ts), the jittered back-off (backoffMs) and the lag from lane status.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine/index.js';
+import type { CommitPoint } from '../../commit/types.js';
+import { LaneCommits, type CommitReason } from '../lanes/commits.js';
+import { flushIdle } from '../lanes/idle.js';
+import { pendingAgeSeconds, type LaneHost } from '../types.js';
 import type { Metrics } from '../../metrics/index.js';
-import { Signal, sleep } from '../../async/index.js';
+import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, parseRead, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { connect, num, pairs, parseRead, text, READ_BOUNDED, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
 import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
-import { clearSegments, dropSegments, keys, readPosition, readSegments, slotOf, writePosition, writeSegments, type LaneKey, type PositionStore } from './positions.js';
+import { clearSegments, dropSegments, keys, readPosition, readSegments, partitionOf, writePosition, writeSegments, type LaneKey, type PositionStore } from './positions.js';
 
 export interface RedisSourceOptions {
   readonly redis: RedisConfig;
-  readonly engine: Engine;
+  /** Runs the lanes: the engine. */
+  readonly lanes: LaneHost;
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly deadLetter: SourceDeadLetter;
@@ -33,18 +39,19 @@ export interface RedisSourceOptions {
   readonly positions?: PositionStore;
 }
 
-interface Lane extends LaneKey {
+/** One lane as the source reads it: a stream read for one consumer; `id` is its number at the lane host. */
+interface StreamLane extends LaneKey {
   readonly id: number;
   /** Own lanes read new entries after their PEL; taken-over lanes end once their PEL is acknowledged. */
   readonly own: boolean;
   cursor: string;
   /** Id of the last entry received: after a failed read, the PEL is read again from here. */
   lastId: string;
-  skipBelow: number;
-  /** Restored appliedEnd: entries below it were processed (and dead-lettered, if so) by an earlier run. */
-  readonly replayBefore: number;
+  /** The restored point's position: entries below it are in the sink already. */
+  readonly restoredPosition: number;
+  /** The restored point's applied end: entries below it were processed (and dead-lettered, if so) by an earlier run. */
+  readonly restoredAppliedEnd: number;
   caughtUp: boolean;
-  lastCommitted: string;
   loop: Promise<void>;
   /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
   positions: LanePositions;
@@ -62,13 +69,16 @@ interface Lane extends LaneKey {
 /** XPENDING pages when acknowledging; one XACK per page. */
 const ACK_PAGE = 1000;
 
+/** Retries of a lane's reads and segment writes: capped, jittered, exponential (the Kafka supervisor's shape). */
+const RETRY_BACKOFF = { baseDelayMs: 200, maxDelayMs: 5000 } as const;
+
 export class RedisSource {
   readonly describe: string;
   readonly #o: RedisSourceOptions;
   readonly #token = randomBytes(8).toString('hex');
   readonly #k: ReturnType<typeof keys>;
   readonly #stop = new Signal();
-  readonly #lanes = new Map<number, Lane>();
+  readonly #lanes = new Map<number, StreamLane>();
   /** Consumers whose lease we hold (ours, and those we took over), with the lanes serving them. */
   readonly #leases = new Set<string>();
   #nextId = 1;
@@ -76,11 +86,31 @@ export class RedisSource {
   #ready = false;
   #fatal: Error | null = null;
   #chain: Promise<void> = Promise.resolve();
+  readonly #commits: LaneCommits<StreamLane>;
 
   constructor(opts: RedisSourceOptions) {
     this.#o = opts;
     this.describe = `redis:${opts.redis.streams.join(',')}`;
     this.#k = keys(opts.redis.groupId);
+    this.#commits = new LaneCommits<StreamLane>({
+      metrics: opts.metrics,
+      logger: opts.logger,
+      points: async () => {
+        const out: Array<[StreamLane, CommitPoint]> = [];
+        for (const lane of [...this.#lanes.values()]) {
+          const cp = opts.lanes.status(lane.id)?.commitPoint ?? null;
+          if (cp !== null) out.push([lane, cp]);
+        }
+        return out;
+      },
+      mark: (_, cp) => `${cp.position}|${cp.watermarkMs}|${cp.appliedEnd}`,
+      send: async (points) => {
+        for (const [lane, cp] of points) await this.#commitLane(lane, cp);
+      },
+      // A lane's failed commit (Redis away) costs that lane only, until the next commit.
+      per: 'each',
+      onFailed: (err, _, points) => opts.logger.warn({ err, stream: points[0]?.[0].stream }, 'redis: commit failed; the next one retries'),
+    });
   }
 
   /** Ready: every lane reading, over connections that are up (not while Redis is away or a group is being recreated). */
@@ -108,10 +138,10 @@ export class RedisSource {
       for (const s of redis.streams) await this.#createGroup(s);
       await this.#acquireOwnLease();
       if (this.#stop.raised) return;
-      const slot = await slotOf(ctl, redis.groupId, redis.consumer);
-      for (const stream of redis.streams) await this.#openLane({ stream, consumer: redis.consumer, slot }, true);
+      const partition = await partitionOf(ctl, redis.groupId, redis.consumer);
+      for (const stream of redis.streams) await this.#openLane({ stream, consumer: redis.consumer, partition }, true);
       this.#ready = true;
-      logger.info({ url: redactedRedisUrl(redis), streams: redis.streams, group: redis.groupId, consumer: redis.consumer, slot }, 'redis: consuming');
+      logger.info({ url: redactedRedisUrl(redis), streams: redis.streams, group: redis.groupId, consumer: redis.consumer, partition }, 'redis: consuming');
       const every = (ms: number, fn: () => Promise<void>) => timers.push(setInterval(() => void this.#serial(fn), ms));
       every(this.#o.commitIntervalMs, () => this.#commitAll());
       every(Math.min(1000, this.#o.idleFlushMs), () => this.#idleFlush());
@@ -129,8 +159,8 @@ export class RedisSource {
       this.#stop.raise();
       await Promise.all([...this.#lanes.values()].map((l) => l.loop));
       // Shutdown: every batch handed over is applied, the final commit, leases given back.
-      await this.#o.engine.drain().catch(() => {});
-      await this.#serial(() => this.#commitAll());
+      await this.#o.lanes.drain().catch(() => {});
+      await this.#serial(() => this.#commitAll('shutdown'));
       for (const c of this.#leases) await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(c), this.#token]).catch(() => {});
       await ctl.close();
       logger.info('redis: in-flight batches applied, entries acknowledged, leases released');
@@ -180,14 +210,14 @@ export class RedisSource {
   }
 
   async #openLane(key: LaneKey, own: boolean): Promise<void> {
-    const { engine, logger, redis } = this.#o;
+    const { lanes, logger, redis } = this.#o;
     const stored = await readPosition(this.#ctl!, redis.groupId, key, this.#o.positions);
     const seg = await readSegments(this.#ctl!, redis.groupId, key);
     const positions = new LanePositions(seg.segments, seg.mark, stored === null ? 0 : Math.max(stored.position, stored.appliedEnd));
     const id = this.#nextId++;
-    const identity = { topic: key.stream, partition: key.slot };
-    engine.openPartition(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
-    const lane: Lane = { ...key, id, own, cursor: '0', lastId: '0', skipBelow: stored?.position ?? 0, replayBefore: stored?.appliedEnd ?? -1, caughtUp: false, lastCommitted: '', loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
+    const identity = { topic: key.stream, partition: key.partition };
+    lanes.open(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
+    const lane: StreamLane = { ...key, id, own, cursor: '0', lastId: '0', restoredPosition: stored?.position ?? 0, restoredAppliedEnd: stored?.appliedEnd ?? -1, caughtUp: false, loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
     const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
@@ -197,18 +227,21 @@ export class RedisSource {
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
   }
 
-  /** Reads while the engine takes batches: submit() waits for pool capacity, so a full pool stops reading. */
-  async #read(lane: Lane, conn: RedisConn): Promise<void> {
-    const { redis, engine, metrics } = this.#o;
+  /** Reads while the lane host takes batches: submit() waits for pool capacity, so a full pool stops reading. */
+  async #read(lane: StreamLane, conn: RedisConn): Promise<void> {
+    const { redis, lanes, metrics } = this.#o;
     const field = Buffer.from(redis.field);
-    let count = redis.readCount;
     let attempt = 0;
     while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
       const pel = lane.cursor !== '>';
       let entries;
       try {
-        const block = pel ? [] : ['BLOCK', String(redis.blockMs)];
-        entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, lane.cursor]));
+        const reply = await conn.send(['EVAL', READ_BOUNDED, '1', lane.stream, redis.groupId, lane.consumer, String(redis.readCount), String(redis.readMaxBytes), lane.cursor]);
+        entries = Array.isArray(reply) ? parseRead([reply[0]!]) : [];
+        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one returned.
+        if (Array.isArray(reply) && reply[1] === 1 && entries.length > 0) lane.cursor = entries[entries.length - 1]!.id;
+        // Nothing new: wait for the next entry outside the script (one entry, bounded by itself).
+        else if (entries.length === 0 && !pel) entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>']));
         attempt = 0;
         if (lane.stalled !== null) {
           this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
@@ -231,7 +264,7 @@ export class RedisSource {
         } else {
           this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
         }
-        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
+        await sleep(backoffMs(attempt, RETRY_BACKOFF), this.#stop);
         continue;
       }
       if (pel) {
@@ -262,13 +295,11 @@ export class RedisSource {
       const changes = lane.positions.takeChanges();
       // Segments are stored before their entries go on: a restart must place them where this run did.
       if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
-      const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.skipBelow });
-      // The next read is sized by what this one weighed: a stream of megabyte values is read a few at a time.
-      count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / Math.max(1, split.bytes / entries.length))));
+      const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.restoredPosition });
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
       // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
-      for (const b of split.batches) await engine.submit(b);
+      for (const b of split.batches) await lanes.submit(b);
     }
   }
 
@@ -278,11 +309,11 @@ export class RedisSource {
    * yet committed are pending again (delivered once more, not processed twice) and the rest follows.
    * A stream deleted with its entries starts the lane's ids afresh; its positions go on growing.
    */
-  async #recreateGroup(lane: Lane): Promise<void> {
-    const { redis, engine, logger } = this.#o;
+  async #recreateGroup(lane: StreamLane): Promise<void> {
+    const { redis, lanes, logger } = this.#o;
     const ctl = this.#ctl!;
     const since = lane.positions.lastId;
-    const point = engine.commitPoint(lane.id)?.position ?? lane.skipBelow;
+    const point = lanes.status(lane.id)?.commitPoint?.position ?? lane.restoredPosition;
     let from: string;
     if (since === '') {
       from = point > 0 ? lane.positions.idBefore(point) : redis.from === 'earliest' ? '0-0' : '$';
@@ -315,20 +346,20 @@ export class RedisSource {
   }
 
   /** Retried until stored (false: stopping first; the entries are read again by the next run, as new). */
-  async #storeSegments(lane: Lane, changes: PositionChanges): Promise<boolean> {
+  async #storeSegments(lane: StreamLane, changes: PositionChanges): Promise<boolean> {
     for (let attempt = 1; !this.#stop.raised; attempt++) {
       try {
         await writeSegments(this.#ctl!, this.#o.redis.groupId, lane, changes);
         return true;
       } catch (err) {
         this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: storing position segments failed; retrying');
-        await sleep(Math.min(5000, 100 * 2 ** Math.min(attempt, 6)), this.#stop);
+        await sleep(backoffMs(attempt, RETRY_BACKOFF), this.#stop);
       }
     }
     return false;
   }
 
-  async #deadLetterMissing(lane: Lane, missing: readonly Missing[]): Promise<void> {
+  async #deadLetterMissing(lane: StreamLane, missing: readonly Missing[]): Promise<void> {
     const { redis, metrics } = this.#o;
     const entries = missingFieldLetters(missing, { ...lane, field: redis.field, source: this.describe });
     if (entries.length > 0) {
@@ -340,58 +371,47 @@ export class RedisSource {
     await this.#ack(lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
   }
 
-  async #ack(lane: Lane, ids: readonly string[]): Promise<void> {
+  async #ack(lane: StreamLane, ids: readonly string[]): Promise<void> {
     for (let i = 0; i < ids.length; i += ACK_PAGE) {
       await this.#ctl!.send(['XACK', lane.stream, this.#o.redis.groupId, ...ids.slice(i, i + ACK_PAGE)]);
     }
   }
 
-  /** Per lane: store the safe point (unless the sink did), then XACK the lane's entries below it. */
-  async #commitAll(): Promise<void> {
-    const { engine, metrics, redis } = this.#o;
-    const ctl = this.#ctl!;
-    for (const lane of [...this.#lanes.values()]) {
-      const cp = engine.commitPoint(lane.id);
-      if (cp === null) continue;
-      const mark = `${cp.position}|${cp.watermarkMs}|${cp.appliedEnd}`;
-      if (mark === lane.lastCommitted) continue;
-      const end = metrics.commitSeconds.startTimer();
-      try {
-        await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
-        // The range holds every entry below the point, and, after a millisecond of more than 4096
-        // entries, some at or above it: each is acknowledged only if read in this run and below the point.
-        const below = `(${lane.positions.idBelow(cp.position)}`;
-        const lastRead = lane.positions.lastId;
-        for (let start = '-'; lastRead !== '';) {
-          const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
-          const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
-          const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
-          if (done.length > 0) await this.#ack(lane, done);
-          if (ids.length < ACK_PAGE) break;
-          start = `(${ids[ids.length - 1]!}`;
-        }
-        const drop = lane.positions.dropBelow(cp.position);
-        if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
-        lane.lastCommitted = mark;
-        metrics.commits.inc({ result: 'ok' });
-        end();
-      } catch (err) {
-        metrics.commits.inc({ result: 'error' });
-        this.#o.logger.warn({ err, stream: lane.stream }, 'redis: commit failed; the next one retries');
-      }
-    }
+  /** Per lane: store the commit point (unless the sink did), then XACK the lane's entries below it. */
+  #commitAll(reason: CommitReason = 'interval'): Promise<void> {
+    return this.#commits.commit(reason);
   }
 
-  /** A caught-up lane without entries for IDLE_FLUSH_SECONDS lets its watermark follow the wall clock. */
-  async #idleFlush(): Promise<void> {
-    const { engine, idleFlushMs } = this.#o;
-    const now = Date.now();
-    for (const lane of [...this.#lanes.values()]) {
-      if (!lane.caughtUp || engine.pendingAgeSeconds(lane.id, now) !== null) continue;
-      const last = engine.lastActivityMs(lane.id);
-      if (last !== null && now - last >= idleFlushMs) await engine.advanceIdle(lane.id, now);
-      if (!lane.own) await this.#finishTakeover(lane);
+  async #commitLane(lane: StreamLane, cp: CommitPoint): Promise<void> {
+    const { redis } = this.#o;
+    const ctl = this.#ctl!;
+    await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
+    // The range holds every entry below the point, and, after a millisecond of more than 4096
+    // entries, some at or above it: each is acknowledged only if read in this run and below the point.
+    const below = `(${lane.positions.idBelow(cp.position)}`;
+    const lastRead = lane.positions.lastId;
+    for (let start = '-'; lastRead !== '';) {
+      const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
+      const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
+      const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
+      if (done.length > 0) await this.#ack(lane, done);
+      if (ids.length < ACK_PAGE) break;
+      start = `(${ids[ids.length - 1]!}`;
     }
+    const drop = lane.positions.dropBelow(cp.position);
+    if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
+  }
+
+  /**
+   * Lanes caught up with nothing pending: those without entries for IDLE_FLUSH_SECONDS let their
+   * watermark follow the wall clock; a taken-over one whose PEL is acknowledged is closed.
+   */
+  async #idleFlush(): Promise<void> {
+    const { lanes, idleFlushMs } = this.#o;
+    const now = Date.now();
+    const quiet = [...this.#lanes.values()].filter((l) => l.caughtUp && (lanes.status(l.id)?.oldestPendingMs ?? null) === null);
+    await flushIdle(quiet, now, { lanes, idleFlushMs });
+    for (const lane of quiet) if (!lane.own) await this.#finishTakeover(lane);
   }
 
   /** The group's XINFO GROUPS fields on a stream (undefined: no such group). */
@@ -402,7 +422,7 @@ export class RedisSource {
 
   /** Lag per stream: entries not yet delivered to the group, entries pending, and the age of the oldest of them. */
   async #lag(): Promise<void> {
-    const { metrics, redis, engine } = this.#o;
+    const { metrics, redis, lanes } = this.#o;
     const now = Date.now();
     for (const stream of redis.streams) {
       const g = await this.#group(stream);
@@ -423,7 +443,7 @@ export class RedisSource {
       if (first !== '') {
         ageS = Math.max(0, (now - idMs(first)) / 1000);
       } else {
-        for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, engine.pendingAgeSeconds(l.id, now) ?? 0);
+        for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, pendingAgeSeconds(lanes.status(l.id), now) ?? 0);
       }
       metrics.lagSeconds.set({ stream }, ageS);
     }
@@ -456,14 +476,14 @@ export class RedisSource {
         logger.warn({ consumer: name, stream, pending: num(m.get('pending')) }, 'redis: taking over a dead consumer\'s pending entries');
         this.#o.metrics.rebalances.inc();
         try {
-          const slot = await slotOf(ctl, redis.groupId, name);
-          for (const s of redis.streams) await this.#openLane({ stream: s, consumer: name, slot }, false);
+          const partition = await partitionOf(ctl, redis.groupId, name);
+          for (const s of redis.streams) await this.#openLane({ stream: s, consumer: name, partition }, false);
         } catch (err) {
           // Half a takeover would hold the lease with nobody serving: give it back, the next tick retries.
           for (const l of [...this.#lanes.values()]) {
             if (l.consumer !== name) continue;
             this.#lanes.delete(l.id);
-            void this.#o.engine.dropPartition(l.id);
+            void this.#o.lanes.closeDirty(l.id);
           }
           this.#leases.delete(name);
           await ctl.send(['EVAL', RELEASE_LEASE, '1', this.#k.lease(name), this.#token]).catch(() => {});
@@ -474,14 +494,14 @@ export class RedisSource {
   }
 
   /** A taken-over lane whose PEL is read and acknowledged is closed; the consumer goes once all its lanes are. */
-  async #finishTakeover(lane: Lane): Promise<void> {
-    const { redis, engine, logger } = this.#o;
+  async #finishTakeover(lane: StreamLane): Promise<void> {
+    const { redis, lanes, logger } = this.#o;
     const ctl = this.#ctl!;
     const summary = await ctl.send(['XPENDING', lane.stream, redis.groupId, '-', '+', '1', lane.consumer]);
     if (Array.isArray(summary) && summary.length > 0) return;
     this.#lanes.delete(lane.id);
     await lane.loop;
-    await engine.dropPartition(lane.id);
+    await lanes.closeDirty(lane.id);
     if ([...this.#lanes.values()].some((l) => l.consumer === lane.consumer)) return;
     for (const s of redis.streams) await ctl.send(['XGROUP', 'DELCONSUMER', s, redis.groupId, lane.consumer]);
     this.#leases.delete(lane.consumer);
