@@ -5,6 +5,10 @@
 #   scripts/kafka.sh stop     stop the broker and delete its data (KAFKA_KEEP_DATA=1: keep it)
 #   scripts/kafka.sh status   exit 0 if running and ready, 1 otherwise
 #   scripts/kafka.sh logs     show the broker log (LOG_LINES=n for the last n lines, FOLLOW=1 to tail -f)
+#   scripts/kafka.sh tool NAME [ARGS...]
+#                             run one of Kafka's command-line tools (kafka-consumer-groups,
+#                             kafka-console-consumer, kafka-topics, kafka-get-offsets) from the
+#                             kafka-tools jars, fetched once from Maven Central into <cache>/../tools
 #
 # Needs: Java 17+, Maven (only for the first download, from Maven Central).
 #
@@ -288,10 +292,48 @@ cmd_logs() {
   fi
 }
 
+# Kafka's tools live in their own jar set, not beside the broker's: a changed broker pom replaces the
+# broker's jars, which must never happen under a running broker because an operator asked for a tool.
+TOOLS_POM="$KAFKA_CONF_DIR/tools-pom.xml"
+TOOLS_DIR="${KAFKA_TOOLS_DIR:-$(dirname "$CACHE_DIR")/tools}"
+
+cmd_tool() {
+  local name="${1:-}"
+  [[ -n "$name" ]] || die "tool: name one of kafka-consumer-groups, kafka-console-consumer, kafka-topics, kafka-get-offsets"
+  shift
+  local class
+  case "$name" in
+    kafka-consumer-groups|kafka-consumer-groups.sh) class=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+    kafka-console-consumer|kafka-console-consumer.sh) class=org.apache.kafka.tools.consumer.ConsoleConsumer ;;
+    kafka-topics|kafka-topics.sh) class=org.apache.kafka.tools.TopicCommand ;;
+    kafka-get-offsets|kafka-get-offsets.sh) class=org.apache.kafka.tools.GetOffsetShell ;;
+    *) die "tool: unknown tool \"$name\": kafka-consumer-groups, kafka-console-consumer, kafka-topics and kafka-get-offsets are allowed" ;;
+  esac
+  ensure_java
+  local marker="$TOOLS_DIR/.complete" hash
+  hash="$( (sha256sum "$TOOLS_POM" 2>/dev/null || shasum -a 256 "$TOOLS_POM") | cut -d' ' -f1)"
+  if [[ ! -f "$marker" || "$(cat "$marker")" != "$hash" ]]; then
+    command -v mvn >/dev/null 2>&1 || die "mvn not found; it is needed once to download Kafka's tools from Maven Central"
+    log "downloading Kafka's tools from Maven Central into $TOOLS_DIR (one-time) ..."
+    local tmp="$TOOLS_DIR.tmp.$$" mvn_log
+    rm -rf "$tmp" && mkdir -p "$tmp"
+    mvn_log="$(mktemp)"
+    if ! mvn -B -q -f "$TOOLS_POM" dependency:copy-dependencies -DoutputDirectory="$tmp" >"$mvn_log" 2>&1; then
+      cat "$mvn_log" >&2; rm -f "$mvn_log"; rm -rf "$tmp"
+      die "Maven download of Kafka's tools failed (see output above)"
+    fi
+    rm -f "$mvn_log"
+    echo "$hash" > "$tmp/.complete"
+    rm -rf "$TOOLS_DIR" && mv "$tmp" "$TOOLS_DIR"
+  fi
+  exec "$JAVA" -Dlog4j.configuration="file:$KAFKA_CONF_DIR/tools-log4j.properties" -cp "$TOOLS_DIR/*" "$class" "$@"
+}
+
 case "${1:-}" in
   start)  cmd_start ;;
   stop)   cmd_stop ;;
   status) cmd_status ;;
   logs)   cmd_logs ;;
-  *) echo "usage: $0 start|stop|status|logs" >&2; exit 2 ;;
+  tool)   shift; cmd_tool "$@" ;;
+  *) echo "usage: $0 start|stop|status|logs|tool NAME [ARGS...]" >&2; exit 2 ;;
 esac
