@@ -209,10 +209,10 @@ export class Pipeline {
     let apiServer: import('./http/api-server.js').ApiServer | null = null;
     if (api !== null && config.sink.kind === 'postgres') {
       const [{ default: pg }, { ApiServer }, { API_DEFAULTS, createStatisticsApi }] = await Promise.all([import('pg'), import('./http/api-server.js'), import('./api/index.js')]);
-      const p = new pg.Pool({ connectionString: config.sink.url, max: API_DEFAULTS.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
+      const p = new pg.Pool({ connectionString: config.sink.url, max: api.limits.connections, statement_timeout: API_DEFAULTS.statementTimeoutMs });
       p.on('error', (err) => logger.warn({ err }, 'postgres: statistics API idle client error'));
       apiPool = p;
-      apiServer = new ApiServer({ host: api.host, port: api.port, routes: createStatisticsApi({ pool: p, logger, auth: api.tokens ?? 'none' }) });
+      apiServer = new ApiServer({ host: api.host, port: api.port, maxConnections: api.limits.maxConnections, routes: createStatisticsApi({ pool: p, logger, auth: api.tokens ?? 'none', limits: api.limits }) });
     }
     const http = new HttpServer({
       host: config.metricsHost,

@@ -54,11 +54,15 @@
 // - Unknown meter: 200 with [] (as Ceilometer). Other paths under /v2: 404. Not GET/HEAD: 405.
 //   A query that is not allowed: 400 {"error_message": {"faultcode": "Client", "faultstring": "...", "debuginfo": null}, "error": "..."}
 //   naming the parameter and what is allowed. The store down or a query past its timeout: 503.
+// - Load: answers are admitted per token (fair.ts: a share of the connections each, bounded waiters;
+//   over them a 503 with Retry-After for that token only), bounded per query (maxResults, the sketch
+//   buckets it reads: 400 beyond) and streamed with backpressure (routes.ts: a client that takes no
+//   byte for API_SEND_TIMEOUT_SECONDS is disconnected).
 // - Timestamps in responses as Ceilometer (WSME) writes them: naive UTC ISO 8601, six fraction
 //   digits only when there is a fraction ("2020-02-11T12:00:00", "2020-02-11T12:00:00.250000").
 export { createStatisticsApi, type Routes, type StatisticsApiOptions } from './routes.js';
 export { loadTokens, parseTokens, requestToken, TokenFileError, TokenTable, type Scope } from './tokens.js';
-export { API_DEFAULTS, parseApiConfig, type ApiConfig } from './config.js';
+export { API_DEFAULTS, parseApiConfig, type ApiConfig, type ApiLimits } from './config.js';
 export { ceilometerTime, queryStatistics, statisticsJson, statisticsSql, type Statistics } from './statistics.js';
 export { listMeters, type Meter } from './meters.js';
 export { getResource, listResources, type Resource, type ResourcesParams } from './resources.js';

@@ -9,8 +9,8 @@
 // "error_message" {faultcode, faultstring, debuginfo: null}, then our plain "error" (the same text).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { Gate } from '../async/index.js';
-import { API_DEFAULTS } from './config.js';
+import { API_DEFAULTS, type ApiLimits } from './config.js';
+import { FairGate, type Ticket } from './fair.js';
 import { ApiError, parseMetersQuery, parseResourcesQuery, parseStatisticsQuery } from './params.js';
 import { listMeters } from './meters.js';
 import { getResource, listResources } from './resources.js';
@@ -23,9 +23,8 @@ export interface StatisticsApiOptions extends QueryOptions {
   logger: Logger;
   /** 'none' only when the operator said API_AUTH=none. */
   auth: TokenTable | 'none';
-  /** Queries at once (the pool's connections) and requests allowed to wait for one. */
-  concurrency?: number;
-  maxWaiting?: number;
+  /** Answers at once, per token, waiting, per query and per connection (API_DEFAULTS when absent). */
+  limits?: Partial<ApiLimits>;
 }
 
 export type Routes = (req: IncomingMessage, res: ServerResponse) => void;
@@ -69,6 +68,46 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(`${JSON.stringify(body)}\n`);
 }
 
+/** An answer is written in pieces of about this many bytes, each after the client took the one before. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** The JSON of an array, a piece at a time, so an answer is never one string of its whole size. */
+function* jsonArray<T>(items: readonly T[], json: (some: readonly T[]) => string): Generator<string> {
+  yield '[';
+  let from = 0;
+  let per = 64;
+  while (from < items.length) {
+    const some = items.slice(from, from + per);
+    const text = json(some);
+    yield `${from === 0 ? '' : ','}${text.slice(1, -1)}`;
+    from += some.length;
+    // Aim at CHUNK_BYTES a piece from the size of the last one.
+    per = Math.max(1, Math.min(10_000, Math.floor((per * CHUNK_BYTES) / Math.max(text.length, 1))));
+  }
+  yield ']\n';
+}
+
+/**
+ * Resolves true when the response can take more (drain), false when the client took nothing for
+ * timeoutMs or went away. A reader that never reads then holds at most one piece beyond the socket's
+ * high-water mark, and only for timeoutMs.
+ */
+function progressed(res: ServerResponse, event: 'drain' | 'finish', timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off(event, onEvent);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onEvent = () => done(true);
+    const onClose = () => done(res.writableFinished);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    res.once(event, onEvent);
+    res.once('close', onClose);
+  });
+}
+
 function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const faultcode = status >= 500 ? 'Server' : 'Client';
   // error_message first: python-ceilometerclient shows the faultstring of the body's first key (a body
@@ -86,8 +125,27 @@ function unavailable(err: unknown): boolean {
 
 export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
   const { pool, logger, auth } = opts;
-  const gate = new Gate(opts.concurrency ?? API_DEFAULTS.connections);
-  const maxWaiting = opts.maxWaiting ?? API_DEFAULTS.maxWaiting;
+  const limits: ApiLimits = { ...API_DEFAULTS, ...opts.limits };
+  const gate = new FairGate({ slots: limits.connections, perKey: limits.tokenQueries, waitingPerKey: limits.tokenWaiting, maxWaiting: limits.maxWaiting });
+  const sendTimeoutMs = limits.sendTimeoutSeconds * 1000;
+  const queryOpts: QueryOptions = { maxResults: opts.maxResults ?? limits.maxResults, maxSketchBuckets: opts.maxSketchBuckets ?? limits.maxSketchBuckets };
+
+  /** Writes an answer with backpressure; a client that takes nothing for API_SEND_TIMEOUT_SECONDS is cut off. */
+  async function stream(res: ServerResponse, path: string, headers: Record<string, string>, pieces: Iterable<string>): Promise<void> {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', ...headers });
+    for (const piece of pieces) {
+      if (res.destroyed) return;
+      if (!res.write(piece) && !(await progressed(res, 'drain', sendTimeoutMs))) return cut(res, path);
+    }
+    res.end();
+    if (!res.writableFinished && !(await progressed(res, 'finish', sendTimeoutMs))) cut(res, path);
+  }
+
+  function cut(res: ServerResponse, path: string): void {
+    if (res.destroyed) return;
+    logger.warn({ path, buffered: res.writableLength, timeoutSeconds: limits.sendTimeoutSeconds }, 'statistics api: the client took no bytes of its answer for API_SEND_TIMEOUT_SECONDS; connection closed');
+    res.destroy();
+  }
 
   function authenticate(req: IncomingMessage): Scope | null {
     if (auth === 'none') return ADMIN;
@@ -110,11 +168,21 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       sendError(res, 400, 'the request target is not a valid URL');
       return;
     }
-    if (!gate.free && gate.waiting >= maxWaiting) {
-      sendError(res, 503, `the statistics API is busy (${gate.held} queries running, ${gate.waiting} waiting): retry later`, { 'retry-after': '1' });
+    // Fair shares per token; without authentication every client address counts as a token.
+    const key = auth === 'none' ? `address:${req.socket.remoteAddress ?? ''}` : scope;
+    const ticket = gate.enter(key);
+    if ('refused' in ticket) {
+      const why =
+        ticket.refused === 'token'
+          ? `this token has ${ticket.held} answers under way and ${ticket.waiting} waiting, its share (API_TOKEN_QUERIES=${limits.tokenQueries}, API_TOKEN_WAITING=${limits.tokenWaiting})`
+          : `${ticket.held} answers are under way and ${ticket.waiting} requests waiting (API_MAX_WAITING=${limits.maxWaiting})`;
+      sendError(res, 503, `the statistics API is busy: ${why}; retry later`, { 'retry-after': '1' });
       return;
     }
-    gate.run(() => handle(url, req, res, scope)).catch((err: unknown) => {
+    // The slot is held until the answer is sent or the connection is gone; a client that leaves while
+    // it waits gives its place up.
+    res.once('close', ticket.leave);
+    run(ticket, url, req, res, scope).catch((err: unknown) => {
       // An answer already under way cannot become an error: cut it (a thrown writeHead here would be
       // an unhandled rejection, and that ends the process).
       if (res.headersSent) {
@@ -130,6 +198,15 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       }
     });
   };
+
+  async function run(ticket: Ticket, url: URL, req: IncomingMessage, res: ServerResponse, scope: Scope): Promise<void> {
+    try {
+      await ticket.ready;
+      if (!res.destroyed) await handle(url, req, res, scope);
+    } finally {
+      ticket.leave();
+    }
+  }
 
   async function handle(url: URL, req: IncomingMessage, res: ServerResponse, scope: Scope): Promise<void> {
     const path = url.pathname;
@@ -151,9 +228,10 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
       return;
     }
     const started = performance.now();
-    const qopts: QueryOptions = { ...opts, scope };
+    const qopts: QueryOptions = { ...queryOpts, scope };
+    const list = <T>(items: readonly T[]) => stream(res, path, {}, jsonArray(items, (some) => JSON.stringify(some)));
     if (meters) {
-      send(res, 200, await listMeters(pool, parseMetersQuery(url.searchParams), qopts));
+      await list(await listMeters(pool, parseMetersQuery(url.searchParams), qopts));
       return;
     }
     if (capabilities) {
@@ -164,7 +242,7 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
     const base = `http://${req.headers.host ?? 'localhost'}`;
     if (resources) {
       const rq = parseResourcesQuery(url.searchParams);
-      send(res, 200, await listResources(pool, { ...rq }, base, qopts));
+      await list(await listResources(pool, { ...rq }, base, qopts));
       return;
     }
     if (resource !== null) {
@@ -175,7 +253,7 @@ export function createStatisticsApi(opts: StatisticsApiOptions): Routes {
     const meter = decoded(stats![1]!, 'meter name');
     const result = await queryStatistics(pool, parseStatisticsQuery(meter, url.searchParams), qopts);
     logger.debug({ meter, query: url.search, results: result.length, ms: Math.round(performance.now() - started) }, 'statistics api: query');
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', ...DIFFERENCE_HEADERS }).end(`${statisticsJson(result)}\n`);
+    await stream(res, path, DIFFERENCE_HEADERS, jsonArray(result, statisticsJson));
   }
 }
 

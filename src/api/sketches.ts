@@ -26,10 +26,14 @@ GROUP BY ${keys}, e.neg, e.key
 UNION ALL
 SELECT ${keys}, NULL, NULL, NULL, string_agg(r.sk_packed, ''::bytea) FROM r WHERE r.sk_packed IS NOT NULL GROUP BY ${keys}`;
   const b2 = new Binds();
-  const srows = groupedRows(p, meter, b2, ['sk_none AS none', 'sk_a_lo AS a_lo', 'sk_a_hi AS a_hi', 'sk_zero AS z']);
+  // nb: the buckets the row brings (12 bytes each in binary; a JSON sketch's keys counted only for the
+  // rows stored before binary sketches), so a query's sketch memory is known before it is read.
+  const nb = `coalesce(octet_length(sk_packed) / 12, 0) + CASE WHEN sketch IS NULL THEN 0 ELSE
+    (SELECT count(*) FROM jsonb_object_keys(coalesce(sketch -> 'pos', '{}'::jsonb))) + (SELECT count(*) FROM jsonb_object_keys(coalesce(sketch -> 'neg', '{}'::jsonb))) END AS nb`;
+  const srows = groupedRows(p, meter, b2, ['sk_none AS none', 'sk_a_lo AS a_lo', 'sk_a_hi AS a_hi', 'sk_zero AS z', nb]);
   const summary = `
 WITH r AS (${srows.sql})
-SELECT ${keys}, sum(none)::float8 AS sk_none, min(a_lo) AS sk_a_lo, max(a_hi) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z
+SELECT ${keys}, sum(none)::float8 AS sk_none, min(a_lo) AS sk_a_lo, max(a_hi) AS sk_a_hi, coalesce(sum(z), 0) AS sk_z, sum(nb)::float8 AS sk_nb
 FROM r GROUP BY ${keys}`;
   return { buckets: { text: buckets, values: b1.values }, summary: { text: summary, values: b2.values }, keys: rows.keys };
 }
@@ -55,6 +59,8 @@ export async function queryWithSketches<M extends Record<string, unknown>>(
   db: Queryable,
   merge: { text: string; values: unknown[] },
   sk: ReturnType<typeof sketchSql> | undefined,
+  /** Called with the merged rows and the sketch buckets the query would read, before it reads them; may throw. */
+  check: (merged: readonly M[], buckets: number) => void = () => {},
 ): Promise<{ merged: M[]; sketches: { buckets: Record<string, unknown>[]; summary: Record<string, unknown>[] } | undefined }> {
   const client = await db.connect();
   try {
@@ -62,10 +68,12 @@ export async function queryWithSketches<M extends Record<string, unknown>>(
     await client.query('SET LOCAL jit = off');
     const merged = (await client.query<M>(merge.text, merge.values)).rows;
     if (sk === undefined) {
+      check(merged, 0);
       await client.query('COMMIT');
       return { merged, sketches: undefined };
     }
     const summary = (await client.query<Record<string, unknown>>(sk.summary.text, sk.summary.values)).rows;
+    check(merged, summary.reduce((n, r) => n + Number(r['sk_nb'] ?? 0), 0));
     await client.query('SET LOCAL enable_sort = off');
     const buckets = (await client.query<Record<string, unknown>>(sk.buckets.text, sk.buckets.values)).rows;
     await client.query('COMMIT');

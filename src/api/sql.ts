@@ -25,6 +25,8 @@ export type Queryable = pg.Pool;
 export interface QueryOptions {
   /** Result groups above this are refused (400), so one query cannot build an unbounded response. */
   maxResults?: number;
+  /** Stored sketch buckets one percentile query may read (a 400 beyond), so its merge memory is bounded. */
+  maxSketchBuckets?: number;
   /** What the caller's token may read; absent = everything (admin). */
   scope?: Scope;
 }
@@ -52,6 +54,7 @@ export function scoped(filters: CheckedFilter[], scope: Scope | undefined): Chec
 }
 
 export const DEFAULT_MAX_RESULTS = 100_000;
+export const DEFAULT_MAX_SKETCH_BUCKETS = 1_000_000;
 
 /** Fields that are columns or the scope, always known; every other field is a dimension. */
 const COLUMN_FIELDS: ReadonlySet<string> = new Set(['timestamp', 'topic', 'partition', TENANT_DIMENSION]);

@@ -20,7 +20,7 @@
 // period_start, ...): every timestamp bound is turned into a bound on period_start or the hour.
 import { ApiError, METADATA_REFUSED, metadataField, shown, type StatisticsParams } from './params.js';
 import { percentile, queryWithSketches, sketchSql, sketchesByGroup } from './sketches.js';
-import { Binds, DEFAULT_MAX_RESULTS, checkFieldsFound, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
+import { Binds, DEFAULT_MAX_RESULTS, DEFAULT_MAX_SKETCH_BUCKETS, checkFieldsFound, fieldExpr, groupKey, groupedRows, plan, whereSql, type Plan, type QueryOptions, type Queryable } from './sql.js';
 import { TABLES } from '../sinks/postgres/schema.js';
 
 /**
@@ -73,7 +73,8 @@ function mergeSql(p: Plan, meter: string, opts: QueryOptions, exact = false): { 
   const badPeriod =
     p.period === undefined ? 'NULL::float8' : `max(w) FILTER (WHERE w <> round(w) OR w < 1 OR ${b.add(p.period, '::bigint')} % w::bigint <> 0)`;
   // With limit: the first results in the answer's order. Without: one more than allowed, to say so.
-  const limit = b.add(p.limit ?? (opts.maxResults ?? DEFAULT_MAX_RESULTS) + 1, '::int');
+  // A limit above maxResults reads one more than allowed too: the bound holds whatever the limit.
+  const limit = b.add(Math.min(p.limit ?? Infinity, (opts.maxResults ?? DEFAULT_MAX_RESULTS) + 1), '::int');
   const text = `
 WITH r AS (${rows.sql}),
 m AS (SELECT r.*, sum(r.sum) OVER k / sum(r.n) OVER k AS gmean FROM r WINDOW k AS (PARTITION BY ${keys}))
@@ -140,13 +141,28 @@ export function statisticsJson(stats: readonly Statistics[]): string {
 export async function queryStatistics(db: Queryable, params: StatisticsParams, opts: QueryOptions = {}): Promise<Statistics[]> {
   const p = plan(params, opts.scope);
   const maxResults = opts.maxResults ?? DEFAULT_MAX_RESULTS;
+  const maxBuckets = opts.maxSketchBuckets ?? DEFAULT_MAX_SKETCH_BUCKETS;
+  const tooMany = (n: number) => {
+    if (n > maxResults) {
+      throw new ApiError(400, `the query gives more than ${maxResults} statistics (API_MAX_RESULTS): narrow it with q (timestamp, dimensions), a longer period, fewer groupby or a limit of at most ${maxResults}`);
+    }
+  };
   const wantSketch = p.aggregates.some((a) => a.func === 'percentile');
   const sk = wantSketch ? sketchSql(p, params.meter) : undefined;
   const run = async (exact: boolean) => {
     const merge = mergeSql(p, params.meter, opts, exact);
     // Percentiles: the merge and the sketch queries read one snapshot, or a window written in between
     // would be in one and not the other.
-    return await queryWithSketches<MergedRow>(db, merge, sk);
+    return await queryWithSketches<MergedRow>(db, merge, sk, (merged, buckets) => {
+      // Before the sketches are read: a query over the bounds is refused without loading them.
+      tooMany(merged.length);
+      if (buckets > maxBuckets) {
+        throw new ApiError(
+          400,
+          `aggregate.func=percentile: the query would merge ${buckets} stored sketch buckets, more than ${maxBuckets} (API_MAX_SKETCH_BUCKETS): narrow it with q (timestamp, dimensions), fewer groupby, or a period that is a multiple of an hour (hourly rollups hold merged sketches)`,
+        );
+      }
+    });
   };
   let result: Awaited<ReturnType<typeof run>>;
   try {
@@ -159,9 +175,7 @@ export async function queryStatistics(db: Queryable, params: StatisticsParams, o
   }
   const { merged, sketches } = result;
   const rows = merged;
-  if (rows.length > maxResults) {
-    throw new ApiError(400, `the query gives more than ${maxResults} statistics: narrow it with q (timestamp, dimensions), a longer period or fewer groupby`);
-  }
+  tooMany(rows.length);
   const bad = rows.find((r) => r.bad_w !== null);
   if (bad !== undefined) {
     throw new ApiError(400, `period=${p.period} is not valid: a multiple of the stored window period (${bad.bad_w} s) is allowed`);

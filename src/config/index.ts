@@ -182,7 +182,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     redis: parseRedisConfig((name) => r.raw(name as OptionName), source.kind === 'redis'),
     metricsPort: r.get('METRICS_PORT'),
     metricsHost: r.raw('METRICS_HOST'),
-    api: parseApiConfig({ get: (n) => r.raw(n), port: r.get('API_PORT'), sinkKind: sink.kind, metricsPort: r.get('METRICS_PORT') }),
+    api: parseApiConfig({ get: (n) => r.raw(n), port: r.get('API_PORT'), num: (n) => r.get(n), sinkKind: sink.kind, metricsPort: r.get('METRICS_PORT') }),
     logLevel: r.get('LOG_LEVEL'),
     progress: r.get('PROGRESS'),
     shutdownTimeoutSeconds: r.get('SHUTDOWN_TIMEOUT_SECONDS'),

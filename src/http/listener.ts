@@ -11,6 +11,8 @@ export interface ListenerOptions {
   /** The variables the operator set them with, for the error messages: METRICS_HOST/METRICS_PORT, API_HOST/API_PORT. */
   readonly hostOption: string;
   readonly portOption: string;
+  /** Node's server limits; absent = Node's defaults (the ops server's). */
+  readonly server?: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number; readonly maxConnections: number };
 }
 
 /**
@@ -40,7 +42,9 @@ export class Listener {
     private readonly opts: ListenerOptions,
     handler: (req: IncomingMessage, res: ServerResponse) => void,
   ) {
-    this.#server = createServer(handler);
+    const limits = opts.server;
+    this.#server = createServer(limits === undefined ? {} : { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs }, handler);
+    if (limits !== undefined) this.#server.maxConnections = limits.maxConnections;
   }
 
   /** Resolves with the port (the chosen one when the option is 0). */

@@ -103,7 +103,7 @@ t.test('tokens and project scopes', async (t) => {
   });
 
   await t.test('a bounded wait list: queries beyond it get a 503 with Retry-After at once', async (t) => {
-    const busy = await startApi(t, pool, TOKENS, { concurrency: 1, maxWaiting: 0 });
+    const busy = await startApi(t, pool, TOKENS, { limits: { connections: 1, tokenQueries: 1, tokenWaiting: 0, maxWaiting: 1 } });
     // A real lock holds the first query in PostgreSQL while the second arrives.
     const locker = await pool.connect();
     try {
@@ -118,7 +118,7 @@ t.test('tokens and project scopes', async (t) => {
       const second = await busy.get('/v2/meters/cpu/statistics', ADMIN);
       t.equal(second.status, 503, 'no slot and no room to wait: 503');
       t.equal(second.headers.get('retry-after'), '1');
-      t.match(second.body, { error: /^the statistics API is busy \(1 queries running, 0 waiting\): retry later$/ });
+      t.match(second.body, { error: /^the statistics API is busy: this token has 1 answers under way and 0 waiting, its share \(API_TOKEN_QUERIES=1, API_TOKEN_WAITING=0\); retry later$/ });
       await locker.query('COMMIT');
       t.equal((await first).status, 200, 'the held query answers once the lock is gone');
     } finally {

@@ -420,7 +420,7 @@ t.test('statistics API over the PostgreSQL store', async (t) => {
     await t.rejects(queryStatistics(pool, { meter: 'cpu_util', period: 90 }), { name: 'ApiError', status: 400 });
     await t.rejects(queryStatistics(pool, { meter: 'cpu_util', period: 60 }, { maxResults: 11 }), {
       status: 400,
-      message: 'the query gives more than 11 statistics: narrow it with q (timestamp, dimensions), a longer period or fewer groupby',
+      message: 'the query gives more than 11 statistics (API_MAX_RESULTS): narrow it with q (timestamp, dimensions), a longer period, fewer groupby or a limit of at most 11',
     });
     t.equal((await queryStatistics(pool, { meter: 'cpu_util', period: 60 }, { maxResults: 12 })).length, 12, 'exactly maxResults is allowed');
   });

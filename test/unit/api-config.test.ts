@@ -19,7 +19,7 @@ t.test('the API is off unless asked for; on, it binds 127.0.0.1:8777', async (t)
   t.match(off, { reason: /API_TOKENS_FILE.*API_AUTH=none/ }, 'the reason says how to turn it on');
   t.equal(parseConfig({}, CPUS).api.enabled, false, 'off with the default stdout sink too');
   const open = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS).api;
-  t.same(open, { enabled: true, host: '127.0.0.1', port: 8777, tokens: null });
+  t.match(open, { enabled: true, host: '127.0.0.1', port: 8777, tokens: null, limits: { connections: 4, tokenQueries: 2, tokenWaiting: 8, maxWaiting: 64, maxResults: 100_000, sendTimeoutSeconds: 10 } });
   const noAuth = parseConfig({ SINK: PG, API_AUTH: 'none' }, CPUS);
   t.same(configSecrets(noAuth), [], 'API_AUTH=none makes no word a secret for the log redaction');
   t.match(redactedConfig(noAuth), { api: { tokens: null } });
@@ -40,6 +40,10 @@ t.test('API option errors name the option, the value and what is allowed', async
     ['port out of range', { SINK: PG, API_AUTH: 'none', API_PORT: '70000' }, 'API_PORT', '70000', /an integer from 0 to 65535/],
     ['port not a number', { SINK: PG, API_AUTH: 'none', API_PORT: 'http' }, 'API_PORT', 'http', /an integer from 0 to 65535/],
     ['port of /metrics', { SINK: PG, API_AUTH: 'none', API_PORT: '9464' }, 'API_PORT', '9464', /METRICS_PORT too: .* a port of its own/],
+    ['token share over the connections', { SINK: PG, API_AUTH: 'none', API_CONNECTIONS: '2', API_TOKEN_QUERIES: '3' }, 'API_TOKEN_QUERIES', '3', /more than API_CONNECTIONS \(2\): .* \(1\.\.2 is allowed\)/],
+    ['token waiters over all waiters', { SINK: PG, API_AUTH: 'none', API_TOKEN_WAITING: '100', API_MAX_WAITING: '10' }, 'API_TOKEN_WAITING', '100', /more than API_MAX_WAITING \(10\), .* \(0\.\.10 is allowed\)/],
+    ['no connections', { SINK: PG, API_AUTH: 'none', API_CONNECTIONS: '0' }, 'API_CONNECTIONS', '0', /an integer from 1 to 1000/],
+    ['send timeout not a number', { SINK: PG, API_AUTH: 'none', API_SEND_TIMEOUT_SECONDS: 'never' }, 'API_SEND_TIMEOUT_SECONDS', 'never', /from 0\.1 to 3600/],
     ['missing file', { SINK: PG, API_TOKENS_FILE: join(dir, 'nope') }, 'API_TOKENS_FILE', join(dir, 'nope'), /nope: cannot be read \(ENOENT\)/],
   ];
   for (const [label, env, variable, value, allowed] of cases) {

@@ -323,6 +323,14 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_PORT: '65536' }, 'API_PORT', '65536', INT(0, 65535)],
     [{ API_TOKENS_FILE: '/nonexistent/tokens' }, 'API_TOKENS_FILE', '/nonexistent/tokens', /needs SINK=postgres/],
     [{ API_AUTH: 'basic' }, 'API_AUTH', 'basic', /one of token, none is allowed/],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_CONNECTIONS: '0' }, 'API_CONNECTIONS', '0', INT(1, 1000)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_TOKEN_QUERIES: '5' }, 'API_TOKEN_QUERIES', '5', /more than API_CONNECTIONS \(4\)/],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_TOKEN_WAITING: '-1' }, 'API_TOKEN_WAITING', '-1', INT(0, 100000)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_MAX_WAITING: '0' }, 'API_MAX_WAITING', '0', INT(1, 100000)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_MAX_RESULTS: '100001' }, 'API_MAX_RESULTS', '100001', INT(1, 100000)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_MAX_SKETCH_BUCKETS: '10' }, 'API_MAX_SKETCH_BUCKETS', '10', INT(1000, 100000000)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_SEND_TIMEOUT_SECONDS: '0' }, 'API_SEND_TIMEOUT_SECONDS', '0', NUM(0.1, 3600)],
+    [{ SINK: 'postgres://u@h/db', API_AUTH: 'none', API_MAX_CONNECTIONS: '0' }, 'API_MAX_CONNECTIONS', '0', INT(1, 1000000)],
   ];
   for (const [env, variable, value, allowed] of cases) bad(t, env, variable, value, allowed, `${JSON.stringify(env)}`);
 
