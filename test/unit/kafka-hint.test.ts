@@ -8,13 +8,15 @@ import t from 'tap';
 import { notKafkaHint } from '../../src/kafka/errors.js';
 import { spawnCli } from '../fixtures/engine-process.js';
 
-const { KafkaJSConnectionClosedError, KafkaJSNumberOfRetriesExceeded, KafkaJSRequestTimeoutError, KafkaJSConnectionError } = kafkajs;
+const { KafkaJSNumberOfRetriesExceeded, KafkaJSRequestTimeoutError, KafkaJSConnectionError } = kafkajs;
+// kafkajs exports it at run time; its type declarations leave it out.
+const { KafkaJSConnectionClosedError } = kafkajs as unknown as { KafkaJSConnectionClosedError: new (message: string, meta: { host: string; port: number }) => Error };
 
 t.test('notKafkaHint reads the cause chain kafkajs builds', async (t) => {
   const closed = new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionClosedError('Closed connection', { host: '127.0.0.1', port: 5432 }), { retryCount: 5, retryTime: 100 });
   t.match(notKafkaHint(closed, ['127.0.0.1:5432'], false), /^127\.0\.0\.1:5432 accepted a connection but closed the connection before any Kafka answer: .*KAFKA_SSL=true/);
   t.match(notKafkaHint(closed, ['h:9093'], true), /plaintext listener/, 'with TLS on, the other way round');
-  const silent = new KafkaJSNumberOfRetriesExceeded(new KafkaJSRequestTimeoutError('Request ApiVersions(key: 18, version: 2) timed out', { broker: 'h:6379', correlationId: 0, createdAt: 0, sentAt: 0, pendingDuration: 0 }), { retryCount: 5, retryTime: 100 });
+  const silent = new KafkaJSNumberOfRetriesExceeded(new KafkaJSRequestTimeoutError('Request ApiVersions(key: 18, version: 2) timed out', { broker: 'h:6379', clientId: 'streamstats', correlationId: 0, createdAt: 0, sentAt: 0, pendingDuration: 0 }), { retryCount: 5, retryTime: 100 });
   t.match(notKafkaHint(silent, ['h:6379'], false), /did not answer before any Kafka answer/);
   const refused = new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1', { broker: '127.0.0.1:1', code: 'ECONNREFUSED' }), { retryCount: 5, retryTime: 100 });
   t.equal(notKafkaHint(refused, ['127.0.0.1:1'], false), null, 'nothing listening: an outage, no hint');
