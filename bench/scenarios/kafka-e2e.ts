@@ -720,7 +720,7 @@ export const kafkaE2eScenario: Scenario = {
         cpuRow(ssEos, SINK_TARGETS.kafkaCpuUsPerRow),
         cpuRow(ssPg),
         '',
-        '| ratio (records/s to the last row) | ratio of medians | spread | target (issue 10) |',
+        '| ratio (records/s to the last row) | ratio of medians | spread | target |',
         '|---|---:|---:|---|',
         ratioRow('(d) / (f) streamstats Kafka->Kafka / peer at_least_once', kOfPeer, SINK_TARGETS.kafkaOfPeer),
         ratioRow('(e) / (g) streamstats EXACTLY_ONCE / peer exactly_once_v2', eOfPeerEos, SINK_TARGETS.eosOfPeerEos),

@@ -1,4 +1,4 @@
-// Issue 11, item 3: open state bounded in bytes as well as series. Large-but-legal series (keys just
+// Open state bounded in bytes as well as series. Large-but-legal series (keys just
 // under MAX_SERIES_KEY_BYTES) fill MAX_STATE_MB long before MAX_SERIES: records of new series beyond
 // it are dead-lettered as series_limit with a detail naming MAX_STATE_MB, series already open go on,
 // and the close writes every admitted row (in chunks: no string over V8's limit).

@@ -1,4 +1,4 @@
-// The decompression bound of the Kafka codecs (issue 11, item 1), on record batches laid out as
+// The decompression bound of the Kafka codecs, on record batches laid out as
 // kafkajs hands them to a codec (a view into the fetch buffer, the v2 batch header just before it).
 import { createRequire } from 'node:module';
 import zlib from 'node:zlib';

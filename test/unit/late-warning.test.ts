@@ -1,4 +1,4 @@
-// Issue 13, item 2: a replayed workload whose event times lie behind the watermark was all `late`, no
+// A replayed workload whose event times lie behind the watermark was all `late`, no
 // rows, and not one line in the log. Now the engine warns, with counts and the watermark, one line per
 // partition per interval, carrying the count of what it held back.
 import { pino } from 'pino';

@@ -1,6 +1,6 @@
-// Issue 10 item 3, first line of defence: extraction rejects what the sinks cannot store (NUL and
+// First line of defence: extraction rejects what the sinks cannot store (NUL and
 // unpaired surrogates, names/dimensions/series keys over their byte limits, event times whose window
-// ends after 9999), with a reason and a detail naming the field and the limit; issue 11 item 7:
+// ends after 9999), with a reason and a detail naming the field and the limit; and
 // meta's _tenant_id and _region count in MAX_DIMENSIONS.
 import fc from 'fast-check';
 import t from 'tap';
@@ -301,7 +301,7 @@ t.test('event times: the window must end by 9999-12-31T23:59:59.999Z (bad_timest
   rejected(t, settings({ windowMs: 3_600_000, maxFutureMs: 1000 }), msg(monasca({ timestamp: Date.UTC(9000, 0, 1) })), 'future_timestamp', 'timestamp', [/MAX_FUTURE_SECONDS=1/], 'future check unchanged');
 });
 
-t.test('MAX_DIMENSIONS counts meta tenant and region (issue 11 item 7)', async (t) => {
+t.test('MAX_DIMENSIONS counts meta tenant and region', async (t) => {
   const three = settings({ maxDimensions: 3 });
   accepted(t, three, msg(monasca({}, { a: '1' })), '1 dimension + tenant + region = 3');
   rejected(t, three, msg(monasca({}, { a: '1', b: '2' })), 'too_many_dimensions', 'meta.region', [/adding _region makes more than 3 dimensions/, /MAX_DIMENSIONS/], '2 + tenant + region = 4');
