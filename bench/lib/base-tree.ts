@@ -1,8 +1,9 @@
 // A given commit built side by side with the tree under test, so a benchmark can report before and
 // after in the same run (the same machine load hits both): `git worktree add --detach` into a
-// temporary folder, node_modules linked from this tree, `tsc`, and removed again afterwards.
+// temporary folder, node_modules linked from this tree (or installed, when the base's lockfile differs),
+// `tsc`, and removed again afterwards.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './scenario.js';
@@ -42,7 +43,14 @@ export function buildCommit(rev: string, log: (l: string) => void): BaseTree {
   };
   try {
     git(['worktree', 'add', '--detach', dir, commit]);
-    symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
+    // This tree's node_modules serve a base whose lockfile is the same; another lockfile (a dependency
+    // added or dropped since) gets its own install, or the base would load modules it never had.
+    if (readFileSync(join(dir, 'package-lock.json'), 'utf8') === readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) {
+      symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
+    } else {
+      log(`  base commit ${commit}: its lockfile differs from this tree's; npm ci in ${dir}`);
+      execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    }
     log(`  base commit ${commit} (${subject.slice(0, 70)}): building in ${dir}`);
     execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     if (!existsSync(join(dir, 'dist/src/cli.js'))) throw new Error(`base commit ${commit}: no dist/src/cli.js after tsc`);
