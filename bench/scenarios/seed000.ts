@@ -1,5 +1,6 @@
 // Scenario 3: the seed-000 workload end to end (690,000 Monasca points, 1000 names x 4 hosts, the
 // default configuration), worker pool at its default thread count against in-thread decoding.
+import { defaultOf } from '../../src/config/options.js';
 import { runCli, scratchDir } from '../lib/child.js';
 import { alternate, ratio, variantTable, type Variant } from '../lib/measure.js';
 import { fmt } from '../lib/stats.js';
@@ -37,7 +38,7 @@ export const seed000Scenario: Scenario = {
       const markdown = [
         `## ${this.title}`,
         '',
-        `\`GEN_COUNT=${POINTS}\` with every other variable at its default (1000 names x 4 hosts, \`WINDOW_SECONDS=60\`, \`BATCH_SIZE=1000\`), rows to a file. ` +
+        `\`GEN_COUNT=${POINTS}\` with every other variable at its default (1000 names x 4 hosts, \`WINDOW_SECONDS=${defaultOf('WINDOW_SECONDS')}\`, \`BATCH_SIZE=${defaultOf('BATCH_SIZE')}\`), rows to a file. ` +
           `\`WORKER_THREADS=auto\` chose ${autoThreads} worker thread${autoThreads === 1 ? '' : 's'} on this machine. Pool and in-thread runs alternated.`,
         '',
         variantTable(results, inThread),
