@@ -44,7 +44,13 @@ export function writeBenchmarksDoc(inp: ReportInputs): string {
   for (const r of results) {
     // Results written before scenario 4b existed call the query part of seed 001 pending; point to it instead.
     const markdown = hasQuery ? r.markdown.replace(QUERY_PENDING, QUERY_DONE) : r.markdown;
-    lines.push(markdown.trimEnd());
+    // A result measured off the supported runtime is history: said at its top, not left to the footer.
+    const stale = !/^v24\./.test(r.machine.node);
+    if (stale) {
+      const [heading, ...rest] = markdown.trimEnd().split('\n');
+      lines.push(heading!, '', `> **History, not the current code:** measured on Node ${r.machine.node} with engine ${r.engine}, before the supported runtime (Node 24) and later changes; ` +
+        `its numbers may no longer hold. \`npm run bench -- --only ${r.scenario} --record\` measures it again.`, ...rest);
+    } else lines.push(markdown.trimEnd());
     lines.push('');
     lines.push(`<sub>${r.mode} run, ${r.timestamp}, ${r.protocol.warmup} warm-up + ${r.protocol.runs} measured runs per variant, ${r.durationSeconds.toFixed(0)} s; ` +
       `\`${r.command}\`; ${describeMachine(r.machine)}; engine ${r.engine}. Raw: [bench/results/${r.scenario}.json](../bench/results/${r.scenario}.json).</sub>`);
