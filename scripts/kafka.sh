@@ -200,6 +200,9 @@ cmd_start() {
   # setsid: own session/process group, survives the calling shell (no setsid on macOS: nohup
   # alone is enough there). The pid file is written by the process itself right before exec,
   # so it is the JVM's pid.
+  # A pid file left by a broker that was killed (kill -9 leaves it) names a dead process: gone before
+  # the launch, so that wait_ready only ever reads the pid this launch writes.
+  rm -f "$PID_FILE"
   local detach=()
   command -v setsid >/dev/null 2>&1 && detach=(setsid)
   # shellcheck disable=SC2086  # HEAP_OPTS is intentionally word-split
@@ -216,8 +219,8 @@ cmd_start() {
 
 wait_ready() {
   local deadline=$((SECONDS + START_TIMEOUT)) t0=$SECONDS
-  # Give the wrapper a moment to write the pid file.
-  while [[ ! -s "$PID_FILE" ]] && ((SECONDS < t0 + 5)); do sleep 0.1; done
+  # The wrapper writes the pid file right before exec; on a loaded machine that can take a while.
+  while [[ ! -s "$PID_FILE" ]] && ((SECONDS < deadline)); do sleep 0.1; done
   while ((SECONDS < deadline)); do
     if is_ready; then
       log "ready in ~$((SECONDS - t0))s (pid $(cat "$PID_FILE"), data $(cat "$DATA_DIR_FILE" 2>/dev/null), log $SERVER_LOG)"

@@ -24,6 +24,12 @@ function killNine(pid: number): void {
   }
 }
 
+/** Pids of the JVMs running kafka.Kafka with the run dir's server.properties. */
+function brokersOf(runDir: string): string[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).stdout;
+  return ps.split('\n').filter((l) => l.includes('kafka.Kafka') && l.includes(runDir)).map((l) => l.trim().split(/\s+/)[0]!);
+}
+
 t.test('a failed start after kill -9 keeps the broker\'s data', async (t) => {
   const b = await privateBroker(t);
   const env = { ...process.env, KAFKA_RUN_DIR: b.runDir, KAFKA_PORT: b.brokers[0]!.split(':')[1]!, KAFKA_CONTROLLER_PORT: readFileSync(join(b.runDir, 'server.properties'), 'utf8').match(/CONTROLLER:\/\/[^:]+:(\d+)/)![1]!, KAFKA_KEEP_DATA: '1', KAFKA_START_TIMEOUT: '60', KAFKA_HEAP_OPTS: '-Xms128m -Xmx512m' };
@@ -42,6 +48,9 @@ t.test('a failed start after kill -9 keeps the broker\'s data', async (t) => {
   t.match(refused.stderr, /exited during startup; its data is kept/);
   t.ok(existsSync(dataDir), 'the data dir is still there');
   t.same(readdirSync(dataDir).sort(), before, 'with everything in it');
+  // The failed start waited for its own broker to exit: none is left to start late on data put back
+  // (a start once read a killed broker's pid file as its own, returned at once, and left its JVM running).
+  t.same(brokersOf(b.runDir), [], 'no broker of this run dir is left running');
 
   // A meta.properties a kill -9 left empty: the start refuses before formatting or deleting anything.
   writeFileSync(meta, '');
