@@ -68,6 +68,24 @@ function relationTable(r: VariantResult): string {
 
 const KAFKA_PARTITIONS = 4;
 
+/**
+ * Records/s to the last row beside CPU per row, each variant: the engine process (every thread, start
+ * to exit), its PostgreSQL backends, both; and the sink's own, (h) less (c) of the same round.
+ */
+function kafkaCpuTable(file: VariantResult, pgRun: VariantResult): string {
+  const perRound = (k: string): number[] => pgRun.samples.map((x, i) => x.extra![k]! - file.samples[i]!.extra![k]!);
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const row = (r: VariantResult): string =>
+    `| ${r.label} | ${fmt.int(r.recordsPerSecond.median)} | ${fmt.int(r.recordsPerSecond.min)}-${fmt.int(r.recordsPerSecond.max)} | ${us(med(r, 'cpuUsPerRow'))} | ${us(med(r, 'serverCpuUsPerRow'))} | ${us(med(r, 'cpuUsPerRow') + med(r, 'serverCpuUsPerRow'))} |`;
+  const own = perRound('cpuUsPerRow');
+  return [
+    '| variant | records/s to the last row (median) | range | engine CPU us/row (all threads) | PostgreSQL backends CPU us/row | both |',
+    '|---|---:|---:|---:|---:|---:|',
+    row(file),
+    row(pgRun),
+    `| the PostgreSQL sink's own: (h) less (c), median of rounds | | | ${us(median(own))} (${us(Math.min(...own))}-${us(Math.max(...own))}) | | |`,
+  ].join('\n');
+}
 
 /** (3): one topic, loaded once; (c) Kafka -> /dev/null and (h) Kafka -> PostgreSQL alternated, with their costs per row. */
 async function kafkaGroup(n: number, protocol: { warmup: number; runs: number }, log: (l: string) => void, dir: string): Promise<{ results: VariantResult[]; workload: Workload }> {
@@ -90,7 +108,7 @@ async function kafkaGroup(n: number, protocol: { warmup: number; runs: number },
         const cost = pgCostPerRow(await probe.stop(), r.rows);
         return {
           recordsPerSecond: n / r.firstToRows, elapsedSeconds: r.firstToRows, peakRssBytes: r.maxRssBytes,
-          extra: { firstToRowsSeconds: r.firstToRows, storedRows: r.rows, ...cost },
+          extra: { firstToRowsSeconds: r.firstToRows, recordsAppliedSeconds: r.firstToLast, storedRows: r.rows, cpuSeconds: r.cpuSeconds, cpuUsPerRow: (r.cpuSeconds * 1e6) / r.rows, ...cost },
         };
       },
     };
@@ -200,6 +218,8 @@ export const pgSinkScenario: Scenario = {
         'A run fails unless the engine applied every record and flush point with none late or refused.',
       '',
       variantTable(kafka, kFile),
+      '',
+      kafkaCpuTable(kFile, kPg),
       '',
       costTable(kafka),
       '',
