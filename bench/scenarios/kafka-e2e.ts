@@ -139,11 +139,10 @@ function workloadGenerator(count: number, startMs: number): ReturnType<typeof pa
 /**
  * Where the workload starts: the built-in generator's fixed GEN_START moved on by whole days, so the
  * (series, 60 s window) cells, and the hours of PostgreSQL's rollups, are those of the fixed timeline
- * in every run, and as late as lets the workload and its flush points end before now. Left to itself,
- * streamstats-produce ends an empty topic's timeline now, which the flush points (computed from a
- * replay) must then be placed after: a replay on GEN_START's default put them six years behind the
- * workload, where the Kafka Streams peer dropped all of them as late and streamstats dead-lettered
- * them, and the last windows closed only by streamstats' idle flush or not at all.
+ * in every run, and as late as lets the workload and its flush points end before now (no point in the
+ * future, every output record's timestamp within the topics' retention). Left to itself,
+ * streamstats-produce ends an empty topic's timeline now, which a replay on GEN_START's default does
+ * not know: its flush points lay years behind the workload, late in both engines.
  */
 export function workloadStart(count: number, nowMs: number): number {
   const gen = workloadGenerator(count, 0);
