@@ -2,6 +2,7 @@
 // Results are compact (one string per series, one Float64Array of cells), never parsed records:
 // a structured clone of parsed objects costs about twice the parse itself.
 
+import type { KeyArenaRef } from './key-arena.js';
 import type { FormatSpec } from './formats/spec.js';
 import { MOMENT } from './stats.js';
 
@@ -195,7 +196,8 @@ export interface RowSettings {
 export interface RowsTask {
   readonly kind: 'rows';
   readonly settings: RowSettings;
-  readonly keys: readonly string[];
+  /** The rows' series keys: as strings, or as indexes into the shared key arena (./key-arena.ts). */
+  readonly keys: readonly string[] | { readonly arena: KeyArenaRef; readonly ids: Int32Array };
   readonly starts: Float64Array;
   readonly stats: Float64Array;
   /** The lane's topic and partition, on every row of a partitioned source. */

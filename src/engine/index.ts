@@ -349,7 +349,7 @@ export class Engine implements LaneHost {
   async #format(cells: CellList, ident: LaneIdentity | undefined): Promise<RowBatch> {
     const { pool, sink, logger } = this.#o;
     if (sink.readsRowBytes === true && cells instanceof ClosedCells && cells.sketches === null && cells.length >= ROWS_IN_A_WORKER_MIN && this.#placement.inWorker()) {
-      const { task, transfer } = rowsTask(cells, this.#rowSettings, ident, sink.readsIdentityKeys === true);
+      const { task, transfer } = rowsTask(cells, this.#rowSettings, ident, sink.readsIdentityKeys === true, pool.keyArena);
       const wire = await pool.formatRows(task, transfer, (err) => logger.warn({ err }, `a worker failed to format rows (${err.message}): the main thread formats them`));
       if (wire !== null) return new FormattedElsewhere(wire, ident, () => this.#rows.format(cells, ident));
     }

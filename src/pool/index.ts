@@ -7,8 +7,14 @@ import { Decoder } from '../core/decode.js';
 import type { Batch } from '../core/batch.js';
 import type { DecodeResult, DecodeTask, DecoderSettings, RowsTask, RowsWire, WireResult } from '../core/messages.js';
 import { SeriesDictionaries } from './dictionary.js';
+import { KEY_ARENA_DEFAULTS, KeyArena } from '../core/key-arena.js';
 import { StreamstatsError } from '../errors.js';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
+
+/** Most bytes of the shared key arena for a worker heap limit (src/config/memory.ts counts them). */
+export function keyArenaBytes(workerMaxMemoryMb: number): number {
+  return Math.min(KEY_ARENA_DEFAULTS.maxBytes, Math.floor((workerMaxMemoryMb * 1024 * 1024) / 16));
+}
 
 function closedError(): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
@@ -74,6 +80,7 @@ export class DecodePool {
   /** Row chunks being formatted in workers: each holds a chunk's rows until the sink takes them. */
   readonly #rowsGate: Gate;
   #rowsFailed = false;
+  #keyArena: KeyArena | null = null;
   #busySeconds = 0;
   #closed = false;
   #closing: Promise<void> | null = null;
@@ -176,6 +183,15 @@ export class DecodePool {
     } finally {
       this.release();
     }
+  }
+
+  /**
+   * The series keys shared with the workers that format rows; made on first use. Its bytes are a
+   * sixteenth of WORKER_MAX_MEMORY_MB at most: a worker keeps the keys it read as strings in its heap.
+   */
+  get keyArena(): KeyArena {
+    this.#keyArena ??= new KeyArena(keyArenaBytes(this.#opts.workerMaxMemoryMb));
+    return this.#keyArena;
   }
 
   /** True when rows can be formatted in a worker (there are workers). */

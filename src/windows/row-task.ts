@@ -5,6 +5,7 @@
 // PERCENTILES rows are few and large). Pure: both sides import it, the worker through its entry.
 import { ClosedCells } from './cells.js';
 import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
+import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
 import type { RowSettings, RowsTask, RowsWire } from '../core/messages.js';
 
 type Where = { readonly topic: string; readonly partition: number } | undefined;
@@ -13,16 +14,22 @@ type Where = { readonly topic: string; readonly partition: number } | undefined;
  * The task for cells without sketches, and what to transfer: fresh copies of the columns (a chunk's
  * columns are views into its whole close, which other chunks still read).
  */
-export function rowsTask(cells: ClosedCells, settings: RowSettings, where: Where, identityKeys: boolean): { task: RowsTask; transfer: ArrayBuffer[] } {
+export function rowsTask(cells: ClosedCells, settings: RowSettings, where: Where, identityKeys: boolean, arena?: KeyArena): { task: RowsTask; transfer: ArrayBuffer[] } {
   const starts = cells.starts.slice();
   const stats = cells.stats.slice();
-  const task: RowsTask = { kind: 'rows', settings, keys: cells.keys, starts, stats, where, identityKeys };
-  return { task, transfer: [starts.buffer, stats.buffer] };
+  // Keys the arena holds cross as indexes; keys it cannot hold (it is full even anew) as strings.
+  const named = arena?.ids(cells.keys) ?? null;
+  const keys = named === null ? cells.keys : { arena: named.ref, ids: named.ids };
+  const task: RowsTask = { kind: 'rows', settings, keys, starts, stats, where, identityKeys };
+  const transfer = [starts.buffer, stats.buffer];
+  if (named !== null) transfer.push(named.ids.buffer as ArrayBuffer);
+  return { task, transfer };
 }
 
 /** A worker's formatters, one per row setting (a pool serves one engine: in practice one). */
 export class RowWorkshop {
   readonly #formatters = new Map<string, RowFormatter>();
+  readonly #keys = new KeyArenaReader();
 
   format(task: RowsTask): RowsWire {
     const t0 = performance.now();
@@ -33,16 +40,17 @@ export class RowWorkshop {
       fmt = new RowFormatter(s.windowMs, s.maxEntries);
       this.#formatters.set(id, fmt);
     }
-    const batch = fmt.format(new ClosedCells(task.keys, task.starts, task.stats, null), task.where);
+    const keys = Array.isArray(task.keys) ? (task.keys as readonly string[]) : this.#keys.keys((task.keys as { arena: KeyArenaRef }).arena, (task.keys as { ids: Int32Array }).ids);
+    const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null), task.where);
     const bytes = batch.ndjsonBytes!();
-    const n = task.keys.length;
+    const n = keys.length;
     const lineEnds = new Int32Array(n);
     let o = -1;
     for (let i = 0; i < n; i++) {
       o = bytes.indexOf(0x0a, o + 1);
       lineEnds[i] = o;
     }
-    let keys: Uint8Array | null = null;
+    let identities: Uint8Array | null = null;
     let keyEnds: Int32Array | null = null;
     if (task.identityKeys) {
       keyEnds = new Int32Array(n);
@@ -59,9 +67,9 @@ export class RowWorkshop {
         end = e;
         keyEnds[i] = end;
       }
-      keys = buf.subarray(0, end);
+      identities = buf.subarray(0, end);
     }
-    return { kind: 'rows', ndjson: bytes, lineEnds, keys, keyEnds, seconds: (performance.now() - t0) / 1000 };
+    return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
   }
 }
 

@@ -5,6 +5,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { KeyArena } from '../../src/core/key-arena.js';
 import { seriesKey } from '../../src/core/series.js';
 import type { RowsWire } from '../../src/core/messages.js';
 import { DecodePool } from '../../src/pool/index.js';
@@ -56,11 +57,14 @@ async function crossed<T>(value: T, transfer: ArrayBuffer[] = []): Promise<T> {
 t.test('in-thread, through a structured clone: what the main thread writes, byte for byte', async (t) => {
   const rng = new Rng(5);
   const workshop = new RowWorkshop();
+  // Half the rounds name their keys in a shared arena, small enough to start new generations on the way.
+  const arena = new KeyArena(64 * 1024, 400);
   for (let round = 0; round < 25; round++) {
     const cells = randomCells(rng, rng.int(1, 400));
     const where = round % 3 === 0 ? undefined : { topic: round % 2 === 0 ? 'tópico' : 'in', partition: round };
     const main = new RowFormatter(SETTINGS.windowMs, SETTINGS.maxEntries).format(cells, where);
-    const { task, transfer } = rowsTask(cells, SETTINGS, where, true);
+    const { task, transfer } = rowsTask(cells, SETTINGS, where, true, round % 2 === 1 ? arena : undefined);
+    t.equal(Array.isArray(task.keys), round % 2 === 0, `round ${round}: keys ${round % 2 === 0 ? 'as strings' : 'named in the arena'}`);
     const wire = await crossed(workshop.format(await crossed(task, transfer)));
     const there = new FormattedElsewhere(wire, where, () => main);
     const text = main.ndjson();
