@@ -9,6 +9,7 @@ import type { DecodeResult, DecodeTask, DecoderSettings, WireResult } from '../c
 import { SeriesDictionaries } from './dictionary.js';
 import { StreamstatsError } from '../errors.js';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../config/memory.js';
 
 function closedError(): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
@@ -99,7 +100,8 @@ export class DecodePool {
         concurrentTasksPerWorker: 1,
         idleTimeout: Infinity,
         workerData: opts.settings,
-        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb },
+        // The young generation bounded too: left to V8 it grows far past WORKER_MAX_MEMORY_MB's share.
+        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
       // piscina emits 'error' for failures it cannot attribute to a task; without a listener it would
       // crash the process. Task failures reject the task's own promise, which is where we retry.
