@@ -10,6 +10,7 @@ import { SeriesDictionaries } from './dictionary.js';
 import { KEY_ARENA_DEFAULTS, KeyArena } from '../core/key-arena.js';
 import { StreamstatsError } from '../errors.js';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../config/memory.js';
 
 /** Most bytes of the shared key arena for a worker heap limit (src/config/memory.ts counts them). */
 export function keyArenaBytes(workerMaxMemoryMb: number): number {
@@ -111,7 +112,8 @@ export class DecodePool {
         concurrentTasksPerWorker: 1,
         idleTimeout: Infinity,
         workerData: opts.settings,
-        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb },
+        // The young generation bounded too: left to V8 it grows far past WORKER_MAX_MEMORY_MB's share.
+        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
       // piscina emits 'error' for failures it cannot attribute to a task; without a listener it would
       // crash the process. Task failures reject the task's own promise, which is where we retry.
