@@ -329,7 +329,11 @@ export class Engine implements LaneHost {
     let next = this.#format(chunks[0]!, ident);
     for (let i = 0; i < chunks.length; i++) {
       const formatted = await next;
-      if (i + 1 < chunks.length) next = this.#format(chunks[i + 1]!, ident);
+      if (i + 1 < chunks.length) {
+        next = this.#format(chunks[i + 1]!, ident);
+        // Not awaited when the lane is dropped before its turn: its failure is nobody's to handle then.
+        next.catch(() => {});
+      }
       if (i > 0) {
         await yieldToLoop();
         if (state.lane.dropped || this.#fatal !== null) return;
