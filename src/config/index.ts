@@ -211,4 +211,4 @@ function parseLateRecords(r: Reader, sink: SinkSpec): { lateRecords: 'dead-lette
 }
 
 /** What LATE_RECORDS=auto is for each sink (README, late records, says why). */
-export const LATE_RECORDS_AUTO: Readonly<Record<SinkSpec['kind'], 'dead-letter' | 'amend'>> = { postgres: 'dead-letter', kafka: 'dead-letter', stdout: 'dead-letter', file: 'dead-letter' };
+export const LATE_RECORDS_AUTO: Readonly<Record<SinkSpec['kind'], 'dead-letter' | 'amend'>> = { postgres: 'amend', kafka: 'dead-letter', stdout: 'dead-letter', file: 'dead-letter' };

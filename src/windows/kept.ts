@@ -115,6 +115,8 @@ export class KeptWindows {
   readonly #budget: KeptBudget;
   readonly #sketchAccuracy: number;
   readonly #windows = new Map<number, KeptWindow>();
+  /** Windows with amended rows not yet taken (takeAmended runs after every batch: no walk over all). */
+  readonly #dirty = new Set<KeptWindow>();
   /** Every closed window starting at or after this is kept (see the file's comment). */
   #keptFromMs: number;
   #bytes = 0;
@@ -258,6 +260,7 @@ export class KeptWindows {
       if (w.isDirty[i] === 0) {
         w.isDirty[i] = 1;
         w.dirty.push(i);
+        this.#dirty.add(w);
       }
     }
     return null;
@@ -265,7 +268,8 @@ export class KeptWindows {
 
   /** The rows amended since the last call, oldest window first, with their new revisions. */
   takeAmended(): ClosedCells {
-    const ws = [...this.#windows.values()].filter((w) => w.dirty.length > 0).sort((a, b) => a.ws - b.ws);
+    const ws = [...this.#dirty].sort((a, b) => a.ws - b.ws);
+    this.#dirty.clear();
     let n = 0;
     for (const w of ws) n += w.dirty.length;
     const keys = new Array<string>(n);
@@ -303,6 +307,7 @@ export class KeptWindows {
     this.#budget.bytes -= this.#bytes;
     this.#bytes = 0;
     this.#windows.clear();
+    this.#dirty.clear();
   }
 
   /**
@@ -340,6 +345,7 @@ export class KeptWindows {
       this.#budget.bytes -= w.bytes;
       this.#bytes -= w.bytes;
       this.#windows.delete(s);
+      this.#dirty.delete(w);
       if (evicted) this.evictedWindows++;
     }
     if (from > this.#keptFromMs) this.#keptFromMs = from;

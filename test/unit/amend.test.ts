@@ -262,3 +262,13 @@ t.test('quality columns: the same bytes from every row path, and none without am
   t.notMatch(fmt.format(plain).ndjson(), /revision/, 'no quality columns without amendment');
   t.match(fmt.format(plain.withQuality(firstEmission(1, 'shutdown'))).ndjson(), /"revision":0,"closed_by":"shutdown","late_records":0\}/);
 });
+
+t.test('commit metadata carries keptFromMs only when there is one', async (t) => {
+  const { formatCommitMeta, parseCommitMeta } = await import('../../src/commit/meta.js');
+  const plain = { position: 5, watermarkMs: 1000, appliedEnd: 9 };
+  t.equal(formatCommitMeta(plain), '{"v":1,"wm":1000,"hi":9}', 'without amendment: the metadata as before');
+  t.same(parseCommitMeta(formatCommitMeta(plain)), { watermarkMs: 1000, appliedEnd: 9 });
+  const kept = { ...plain, keptFromMs: 600 };
+  t.equal(formatCommitMeta(kept), '{"v":1,"wm":1000,"hi":9,"kf":600}');
+  t.same(parseCommitMeta(formatCommitMeta(kept)), { watermarkMs: 1000, appliedEnd: 9, keptFromMs: 600 }, 'read back');
+});
