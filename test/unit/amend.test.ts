@@ -272,3 +272,31 @@ t.test('commit metadata carries keptFromMs only when there is one', async (t) =>
   t.equal(formatCommitMeta(kept), '{"v":1,"wm":1000,"hi":9,"kf":600}');
   t.same(parseCommitMeta(formatCommitMeta(kept)), { watermarkMs: 1000, appliedEnd: 9, keptFromMs: 600 }, 'read back');
 });
+
+t.test('a flood of late records across 200,000 closed rows: state never passes its byte bound', async (t) => {
+  const keys = Array.from({ length: 2000 }, (_, i) => `host-${String(i).padStart(5, '0')}`);
+  const perWindow = KEPT_WINDOW_BYTES + keys.reduce((a, k) => a + keptCellBytes(k), 0);
+  const open = keys.reduce((a, k) => a + 512 + 6 * k.length, 0);
+  const budget = new SeriesBudget(1_000_000, 2 * open + 20 * perWindow);
+  const store = new WindowStore({ windowMs: W, latenessMs: 0, budget, confirmRecords: 1, amend: { horizonMs: 10_000 * W } });
+  let peak = 0;
+  let pos = 0;
+  let amended = 0;
+  let refused = 0;
+  const rng = new Rng(5);
+  for (let w = 0; w < 100; w++) {
+    const pts = keys.map((key) => ({ key, ts: BASE + w * W + 5, v: rng.int(0, 100) }));
+    // Each batch also brings late records for 500 random earlier windows' series.
+    if (w > 0) for (let j = 0; j < 500; j++) pts.push({ key: keys[rng.int(0, keys.length - 1)]!, ts: BASE + rng.int(0, w - 1) * W + 9, v: 1 });
+    const out = store.apply(result(pts), { start: pos, end: pos + pts.length });
+    pos += pts.length;
+    amended += out.amended;
+    for (const c of out.late) refused += c.count;
+    store.takeClosed();
+    peak = Math.max(peak, budget.bytes);
+  }
+  t.comment(`closed rows: ${100 * keys.length}; late records amended ${amended}, refused (state not kept) ${refused}; peak ${peak} of ${budget.maxBytes} bytes; kept ${store.keptWindows} windows, evicted ${store.evictedWindows}`);
+  t.ok(peak <= budget.maxBytes, 'the state bytes never passed MAX_STATE_MB');
+  t.ok(amended > 0 && refused > 0, 'recent windows amended, evicted ones refused');
+  t.ok(store.keptWindows < 30 && store.evictedWindows >= 70, 'only what fits is kept: the oldest were evicted');
+});
