@@ -2,6 +2,7 @@
 // Results are compact (one string per series, one Float64Array of cells), never parsed records:
 // a structured clone of parsed objects costs about twice the parse itself.
 
+import type { KeyArenaRef } from './key-arena.js';
 import type { FormatSpec } from './formats/spec.js';
 import { MOMENT } from './stats.js';
 
@@ -179,4 +180,42 @@ export interface WireResult extends Omit<DecodeResult, 'series'> {
    * endless new series grew the main thread by).
    */
   readonly retired: readonly number[];
+}
+
+/** What a worker needs to format rows as the main thread's RowFormatter would (windows/row.ts). */
+export interface RowSettings {
+  readonly windowMs: number;
+  /** Series whose row prefix a formatter keeps (MAX_SERIES). */
+  readonly maxEntries: number;
+}
+
+/**
+ * Closed cells (windows/cells.ts ClosedCells, without sketches) to format as NDJSON rows in a worker:
+ * the statistics sink's encoding is per-row work the main thread need not do. The columns are moved.
+ */
+export interface RowsTask {
+  readonly kind: 'rows';
+  readonly settings: RowSettings;
+  /** The rows' series keys: as strings, or as indexes into the shared key arena (./key-arena.ts). */
+  readonly keys: readonly string[] | { readonly arena: KeyArenaRef; readonly ids: Int32Array };
+  readonly starts: Float64Array;
+  readonly stats: Float64Array;
+  /** The lane's topic and partition, on every row of a partitioned source. */
+  readonly where: { readonly topic: string; readonly partition: number } | undefined;
+  /** Also each row's identity key (the Kafka sink's message keys). */
+  readonly identityKeys: boolean;
+  /** LATE_RECORDS=amend: each row's revision, how it closed (windows/cells.ts CLOSED_BY) and late records. */
+  readonly quality?: { readonly revision: Float64Array; readonly closedBy: Uint8Array; readonly lateRecords: Float64Array };
+}
+
+/** A RowsTask's rows: NDJSON bytes with each line's end (its newline), and the identity keys if asked. */
+export interface RowsWire {
+  readonly kind: 'rows';
+  readonly ndjson: Uint8Array;
+  /** lineEnds[i]: offset of row i's newline in ndjson. */
+  readonly lineEnds: Int32Array;
+  /** Identity key i is keys[keyEnds[i - 1] (0 for i = 0), keyEnds[i]). */
+  readonly keys: Uint8Array | null;
+  readonly keyEnds: Int32Array | null;
+  readonly seconds: number;
 }

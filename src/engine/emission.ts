@@ -2,7 +2,7 @@
 // one piece held the event loop for seconds (/metrics, /readyz and heartbeats starved) and built one
 // NDJSON string that can pass V8's string limit. Between chunks the engine yields to the event loop.
 import type { LaneIdentity } from '../commit/types.js';
-import type { RowBatch, RowFormatter, StatsRow } from '../windows/row.js';
+import type { RowBatch, StatsRow } from '../windows/row.js';
 import { cellHasSketch, cellKey, cellStart, sliceCells, type CellList, type ClosedCell } from '../windows/cells.js';
 
 export interface ChunkLimits {
@@ -84,11 +84,11 @@ export function yieldToLoop(): Promise<void> {
  * must be one write (exactly-once Kafka: a transaction per chunk would be replayed as duplicates).
  * Its ndjson() joins the chunks' texts, so such a sink must not ask for it on huge emissions.
  */
-export async function formatWhole(fmt: RowFormatter, chunks: readonly CellList[], ident: LaneIdentity | undefined): Promise<RowBatch> {
+export async function formatWhole(format: (cells: CellList) => RowBatch | Promise<RowBatch>, chunks: readonly CellList[], ident: LaneIdentity | undefined): Promise<RowBatch> {
   const parts: RowBatch[] = [];
   for (let i = 0; i < chunks.length; i++) {
     if (i > 0) await yieldToLoop();
-    parts.push(fmt.format(chunks[i]!, ident));
+    parts.push(await format(chunks[i]!));
   }
   if (parts.length === 1) return parts[0]!;
   const partOf: number[] = [];
@@ -100,6 +100,7 @@ export async function formatWhole(fmt: RowFormatter, chunks: readonly CellList[]
   const at = (i: number): [RowBatch, number] => [parts[partOf[i]!]!, i - base[partOf[i]!]!];
   let rows: StatsRow[] | null = null;
   return {
+    where: ident,
     get rows(): readonly StatsRow[] {
       rows ??= parts.flatMap((p) => p.rows);
       return rows;

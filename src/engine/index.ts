@@ -11,13 +11,17 @@ import type { CommitPoint, LaneInit } from '../commit/types.js';
 import type { BatchOutcome } from '../pool/index.js';
 import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
+import type { LaneIdentity } from '../commit/types.js';
+import type { RowSettings } from '../core/messages.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
+import { FormattedElsewhere, rowsTask } from '../windows/row-task.js';
 import { ClosedCells, SeriesBudget, type CellList, type ClosedBy } from '../windows/store.js';
 import { CLOSED_BY } from '../windows/cells.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
 import { Lane, subBatch, type StoreSettings } from './lane.js';
+import { RowPlacement } from './placement.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
 export type { EngineOptions, EngineTotals } from './types.js';
@@ -25,10 +29,18 @@ export type { EngineOptions, EngineTotals } from './types.js';
 /** AMEND_HORIZON_SECONDS when the engine is given none (the options table's default). */
 export const AMEND_HORIZON_DEFAULT_SECONDS = 3600;
 
+/**
+ * Below this many rows a chunk is formatted on the main thread: a worker's round trip (tens of
+ * microseconds) costs more than a few rows (about 2 us each).
+ */
+const ROWS_IN_A_WORKER_MIN = 32;
+
 export class Engine implements LaneHost {
   readonly #o: EngineOptions;
   readonly #store: StoreSettings;
   readonly #rows: RowFormatter;
+  readonly #rowSettings: RowSettings;
+  readonly #placement: RowPlacement;
   readonly #letters: DeadLetterBuilder;
   readonly #late: LateWarner;
   readonly #lanes = new Map<number, Hosted>();
@@ -49,6 +61,8 @@ export class Engine implements LaneHost {
       ...(opts.lateRecords === 'amend' ? { amend: { horizonMs: (opts.amendHorizonSeconds ?? AMEND_HORIZON_DEFAULT_SECONDS) * 1000 } } : {}),
     };
     this.#rows = new RowFormatter(windowMs, opts.maxSeries, opts.percentiles ?? []);
+    this.#rowSettings = { windowMs, maxEntries: opts.maxSeries };
+    this.#placement = new RowPlacement(opts.pool, opts.rowPlacement);
     this.#letters = new DeadLetterBuilder({ ...opts, windowMs });
     this.#late = new LateWarner(opts.logger);
     this.#pending = new Gate(2 * opts.pool.stats.maxInFlight);
@@ -337,13 +351,22 @@ export class Engine implements LaneHost {
       return;
     }
     const chunks = splitCells(cells, this.#o.emitChunk ?? EMIT_CHUNK_DEFAULTS);
+    const ident = state.lane.identity;
     if (this.#o.sink.wholeEmissions === true) {
-      await this.#write(state, await formatWhole(this.#rows, chunks, state.lane.identity), cells, windowCount(cells), point, closing);
+      await this.#write(state, await formatWhole((c) => this.#format(c, ident), chunks, ident), cells, windowCount(cells), point, closing);
       return;
     }
     // Only the last chunk carries the commit point: a crash between chunks replays the window from
     // the previous point and writes the earlier chunks again (upserts by row identity).
+    // One chunk is formatted ahead while the one before it is written: no more, since each holds its rows.
+    let next = this.#format(chunks[0]!, ident);
     for (let i = 0; i < chunks.length; i++) {
+      const formatted = await next;
+      if (i + 1 < chunks.length) {
+        next = this.#format(chunks[i + 1]!, ident);
+        // Not awaited when the lane is dropped before its turn: its failure is nobody's to handle then.
+        next.catch(() => {});
+      }
       if (i > 0) {
         await yieldToLoop();
         if (state.lane.dropped || this.#fatal !== null) return;
@@ -352,8 +375,22 @@ export class Engine implements LaneHost {
       const part = chunks[i]!;
       // A window split over chunks counts in the chunk that ends it.
       const windows = windowsEnded(part, chunks[i + 1]);
-      await this.#write(state, this.#rows.format(part, state.lane.identity), part, windows, last ? point : null, closing);
+      await this.#write(state, formatted, part, windows, last ? point : null, closing);
     }
+  }
+
+  /**
+   * A chunk's rows: formatted in a worker when the sink reads only their bytes and the main thread is
+   * the busier side (./placement.ts), else here. Never rejects.
+   */
+  async #format(cells: CellList, ident: LaneIdentity | undefined): Promise<RowBatch> {
+    const { pool, sink, logger } = this.#o;
+    if (sink.readsRowBytes === true && cells instanceof ClosedCells && cells.sketches === null && cells.length >= ROWS_IN_A_WORKER_MIN && this.#placement.inWorker()) {
+      const { task, transfer } = rowsTask(cells, this.#rowSettings, ident, sink.readsIdentityKeys === true, pool.keyArena);
+      const wire = await pool.formatRows(task, transfer, (err) => logger.warn({ err }, `a worker failed to format rows (${err.message}): the main thread formats them`));
+      if (wire !== null) return new FormattedElsewhere(wire, ident, () => this.#rows.format(cells, ident));
+    }
+    return this.#rows.format(cells, ident);
   }
 
   async #write(state: Hosted, batch: RowBatch, cells: CellList, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {

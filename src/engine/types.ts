@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Decoder } from '../core/decode.js';
 import type { RejectReason } from '../core/messages.js';
 import type { Metrics } from '../metrics/index.js';
+import type { RowPlacementMode } from './placement.js';
 import type { DecodePool } from '../pool/index.js';
 import type { DeadLetter, Sink } from '../sinks/types.js';
 import type { ChunkLimits } from './emission.js';
@@ -42,6 +43,8 @@ export interface EngineOptions {
   readonly onFatal?: (err: Error) => void;
   /** Rows and estimated bytes per sink write of an emission (default EMIT_CHUNK_DEFAULTS). */
   readonly emitChunk?: ChunkLimits;
+  /** Where chunks' rows are formatted: `auto` (default) follows the load (./placement.ts); tests and benches pin it. */
+  readonly rowPlacement?: RowPlacementMode;
   /** Emissions of one lane that a pipelined sink may hold at once (default 16). */
   readonly maxWritesInFlight?: number;
 }

@@ -5,10 +5,17 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Decoder } from '../core/decode.js';
 import type { Batch } from '../core/batch.js';
-import type { DecodeResult, DecodeTask, DecoderSettings, WireResult } from '../core/messages.js';
+import type { DecodeResult, DecodeTask, DecoderSettings, RowsTask, RowsWire, WireResult } from '../core/messages.js';
 import { SeriesDictionaries } from './dictionary.js';
+import { KEY_ARENA_DEFAULTS, KeyArena } from '../core/key-arena.js';
 import { StreamstatsError } from '../errors.js';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../config/memory.js';
+
+/** Most bytes of the shared key arena for a worker heap limit (src/config/memory.ts counts them). */
+export function keyArenaBytes(workerMaxMemoryMb: number): number {
+  return Math.min(KEY_ARENA_DEFAULTS.maxBytes, Math.floor((workerMaxMemoryMb * 1024 * 1024) / 16));
+}
 
 function closedError(): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');
@@ -71,6 +78,11 @@ export class DecodePool {
   readonly #dictionaries: SeriesDictionaries;
   /** Batches in flight: the bound the source feels as backpressure. */
   readonly #gate: Gate;
+  /** Row chunks being formatted in workers: each holds a chunk's rows until the sink takes them. */
+  readonly #rowsGate: Gate;
+  #rowsFailed = false;
+  #keyArena: KeyArena | null = null;
+  #busySeconds = 0;
   #closed = false;
   #closing: Promise<void> | null = null;
 
@@ -83,6 +95,7 @@ export class DecodePool {
     }
     this.#opts = opts;
     this.#gate = new Gate(opts.maxInFlight);
+    this.#rowsGate = new Gate(Math.max(2, 2 * opts.threads));
     // Each worker's current dictionary, and two of replaced workers (crashed or over WORKER_MAX_MEMORY_MB).
     this.#dictionaries = new SeriesDictionaries(opts.threads + 2);
     if (opts.threads === 0) {
@@ -95,11 +108,12 @@ export class DecodePool {
         minThreads: opts.threads,
         maxThreads: opts.threads,
         // Our own in-flight gate is the real bound; piscina's queue only ever holds what passed it.
-        maxQueue: opts.maxInFlight,
+        maxQueue: opts.maxInFlight + this.#rowsGate.limit,
         concurrentTasksPerWorker: 1,
         idleTimeout: Infinity,
         workerData: opts.settings,
-        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb },
+        // The young generation bounded too: left to V8 it grows far past WORKER_MAX_MEMORY_MB's share.
+        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
       // piscina emits 'error' for failures it cannot attribute to a task; without a listener it would
       // crash the process. Task failures reject the task's own promise, which is where we retry.
@@ -159,6 +173,7 @@ export class DecodePool {
           })) as WireResult;
           // Results of one worker arrive in the order it produced them: register its new keys now.
           const result = this.#dictionaries.expand(wire);
+          this.#busySeconds += result.decodeSeconds;
           const total = (performance.now() - queuedAt) / 1000;
           return { kind: 'ok', result, waitSeconds: Math.max(0, total - result.decodeSeconds), runSeconds: result.decodeSeconds };
         } catch (err) {
@@ -169,6 +184,55 @@ export class DecodePool {
       return { kind: 'poisoned', reason: `worker failed twice on this batch: ${lastErr?.message ?? 'unknown error'}` };
     } finally {
       this.release();
+    }
+  }
+
+  /**
+   * The series keys shared with the workers that format rows; made on first use. Its bytes are a
+   * sixteenth of WORKER_MAX_MEMORY_MB at most: a worker keeps the keys it read as strings in its heap.
+   */
+  get keyArena(): KeyArena {
+    this.#keyArena ??= new KeyArena(keyArenaBytes(this.#opts.workerMaxMemoryMb));
+    return this.#keyArena;
+  }
+
+  /** True when rows can be formatted in a worker (there are workers). */
+  get formatsRows(): boolean {
+    return this.#piscina !== null && !this.#closed;
+  }
+
+  /**
+   * Seconds the workers spent running tasks (decode and rows) since the pool started, as measured
+   * where they ran: with wall time and the thread count, how busy the workers were over a span.
+   */
+  get workerBusySeconds(): number {
+    return this.#busySeconds;
+  }
+
+  get threads(): number {
+    return this.#opts.threads;
+  }
+
+  /**
+   * Formats a chunk of rows in a worker. Null when it could not (in-thread, closed, or the worker
+   * failed or timed out: its columns were moved, so the caller formats the rows itself, as it would
+   * without workers). Never rejects.
+   */
+  async formatRows(task: RowsTask, transfer: ArrayBuffer[], onFailure?: (err: Error) => void): Promise<RowsWire | null> {
+    if (this.#piscina === null || this.#closed) return null;
+    await this.#rowsGate.acquire();
+    try {
+      if (this.#closed) return null;
+      const wire = (await this.#piscina.run(task, { transferList: transfer, signal: AbortSignal.timeout(this.#opts.taskTimeoutMs) })) as RowsWire;
+      this.#busySeconds += wire.seconds;
+      return wire;
+    } catch (err) {
+      // Said once: a worker that cannot format rows fails the same way for every chunk.
+      if (!this.#rowsFailed) onFailure?.(err instanceof Error ? err : new Error(String(err)));
+      this.#rowsFailed = true;
+      return null;
+    } finally {
+      this.#rowsGate.release();
     }
   }
 

@@ -38,6 +38,7 @@ export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId
       const w = spec.kind === 'stdout' ? new NdjsonWriter(process.stdout, false, 'stdout') : NdjsonWriter.toFile(spec.path);
       return {
         describe: w.describe,
+        readsRowBytes: true,
         write: async (batch) => {
           // The bytes straight from the per-series prefixes: no NDJSON string to build and encode again.
           await w.writeText(batch.ndjsonBytes?.() ?? batch.ndjson());

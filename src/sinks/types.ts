@@ -47,6 +47,13 @@ export interface Sink {
    */
   readonly wholeEmissions?: boolean;
   /**
+   * True when write() reads of a batch only its bytes (ndjsonBytes, lineEnds, identity keys, where),
+   * and its row objects only for rows it refuses: then a worker may format the rows.
+   */
+  readonly readsRowBytes?: boolean;
+  /** True when write() reads each row's identity key (the worker writes them with the rows). */
+  readonly readsIdentityKeys?: boolean;
+  /**
    * Writes one emission. Resolves with the rows refused for row-level reasons (the rest, and the
    * commit, are written). Rejects only when the sink itself cannot go on (connection lost past its
    * retries, fenced, outcome unknown): the engine then stops and the process exits non-zero.

@@ -54,6 +54,12 @@ export interface RowBatch {
    * end, or -1 when out has not room (3 bytes a character; nothing written then).
    */
   identityKeyInto?(i: number, out: Buffer, at: number): number;
+  /** lineEnds()[i]: offset of row i's newline in ndjsonBytes() (when the batch knows them). */
+  lineEnds?(): Int32Array;
+  /** Every identity key as UTF-8, back to back: key i ends at ends[i] (null when not made). */
+  identityKeyBytes?(): { readonly bytes: Buffer; readonly ends: Int32Array } | null;
+  /** The lane's topic and partition the rows carry (undefined: an unpartitioned source), without making rows. */
+  readonly where?: { readonly topic: string; readonly partition: number } | undefined;
 }
 
 /** A series' parsed identity, for sinks that read row objects or identity keys (PostgreSQL, Kafka). */
@@ -270,6 +276,10 @@ class FormattedRows implements RowBatch {
   /** `[topic,partition,` (or `[null,null,`): the head of every identity key of the emission. */
   readonly #keyHead: string;
   #rows: StatsRow[] | null = null;
+
+  get where(): { topic: string; partition: number } | undefined {
+    return this.#where;
+  }
 
   constructor(fmt: RowFormatter, cells: ClosedCells, prefixes: readonly string[], prefixBytes: number, where: { topic: string; partition: number } | undefined) {
     this.#fmt = fmt;

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { fileURLToPath } from 'node:url';
+import { WORKER_YOUNG_GENERATION_MB } from '../../src/config/memory.js';
 import { CRASHING_WORKER, runPipeline } from '../fixtures/harness.js';
 
 const good = (name: string) => JSON.stringify({ metric: { name, timestamp: 1_700_000_000_000, value: 2 } });
@@ -22,6 +23,14 @@ t.test('a worker that throws once: the batch is retried and nothing is lost', as
   const m = await run.registry.getSingleMetricAsString('streamstats_worker_failures_total');
   t.match(m, /retried="true"\} 1/);
   t.match(m, /retried="false"\} 0/);
+});
+
+t.test('a worker gets bounded young and old generations: left to V8 its young generation grows to 192 MiB whatever WORKER_MAX_MEMORY_MB says', async (t) => {
+  const run = await withFault(t, '"limits"', { WORKER_MAX_MEMORY_MB: '64' });
+  const detail = run.deadLetters.find((d) => d.reason === 'poisoned_batch')?.detail ?? '';
+  const limits = JSON.parse(/resourceLimits (\{.*?\})/.exec(detail)?.[1] ?? '{}') as Record<string, number>;
+  t.equal(limits.maxOldGenerationSizeMb, 64, `the old generation is WORKER_MAX_MEMORY_MB (${detail})`);
+  t.equal(limits.maxYoungGenerationSizeMb, WORKER_YOUNG_GENERATION_MB, 'the young generation is bounded too');
 });
 
 for (const [what, marker, env] of [

@@ -35,7 +35,9 @@ t.test('formatWhole: chunked formatting reads back as one formatted batch', asyn
   const all = cells(2501);
   const where = { topic: 'in', partition: 3 };
   const one = new RowFormatter(60_000, 100, []).format(all, where);
-  const whole = await formatWhole(new RowFormatter(60_000, 100, []), splitCells(all, { rows: 1000, bytes: Number.MAX_SAFE_INTEGER }), where);
+  const fmt = new RowFormatter(60_000, 100, []);
+  const whole = await formatWhole((c) => fmt.format(c, where), splitCells(all, { rows: 1000, bytes: Number.MAX_SAFE_INTEGER }), where);
+  t.same(whole.where, where, 'the lane, without making rows');
   t.same(whole.rows, one.rows);
   t.equal(whole.ndjson(), one.ndjson());
   t.equal(whole.ndjsonBytes!().toString('utf8'), one.ndjson(), 'ndjsonBytes too');
@@ -50,7 +52,8 @@ t.test('formatWhole yields to the event loop between chunks', async (t) => {
   const timer = setInterval(() => ticks++, 0);
   const all = cells(200_000);
   const startTicks = ticks;
-  await formatWhole(new RowFormatter(60_000, 1000, []), splitCells(all, { rows: 5_000, bytes: Number.MAX_SAFE_INTEGER }), undefined);
+  const fmt = new RowFormatter(60_000, 1000, []);
+  await formatWhole((c) => fmt.format(c), splitCells(all, { rows: 5_000, bytes: Number.MAX_SAFE_INTEGER }), undefined);
   clearInterval(timer);
   t.ok(ticks - startTicks >= 5, `timers ran while 40 chunks were formatted (${ticks - startTicks} ticks)`);
 });

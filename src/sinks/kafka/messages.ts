@@ -78,31 +78,45 @@ class ByteRun {
  */
 export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits): EncodedRows {
   let values: Buffer;
-  let lineEnds: number[];
+  let lineEnds: ArrayLike<number>;
   let key: (i: number) => string;
   let keyInto: ((i: number, out: Buffer, at: number) => number) | null = null;
   let newlines: boolean;
+  // Keys a worker wrote with the rows (windows/row-task.ts): read where they lie.
+  let prebuilt: { readonly bytes: Buffer; readonly ends: Int32Array } | null = null;
   if (batch.ndjsonBytes !== undefined && batch.identityKey !== undefined) {
     newlines = true;
     values = batch.ndjsonBytes();
-    lineEnds = [];
-    for (let o = values.indexOf(0x0a); o !== -1; o = values.indexOf(0x0a, o + 1)) lineEnds.push(o);
+    const known = batch.lineEnds?.();
+    if (known !== undefined) {
+      lineEnds = known;
+    } else {
+      const found: number[] = [];
+      for (let o = values.indexOf(0x0a); o !== -1; o = values.indexOf(0x0a, o + 1)) found.push(o);
+      lineEnds = found;
+    }
+    prebuilt = batch.identityKeyBytes?.() ?? null;
     key = batch.identityKey.bind(batch);
     if (batch.identityKeyInto !== undefined) keyInto = batch.identityKeyInto.bind(batch);
   } else {
     newlines = false;
     const rows = batch.rows;
     const v = new ByteRun(rows.length * 256);
-    lineEnds = new Array<number>(rows.length);
+    const ends = new Array<number>(rows.length);
     for (let i = 0; i < rows.length; i++) {
       v.write(batch.json?.(i) ?? JSON.stringify(rows[i]));
-      lineEnds[i] = v.end;
+      ends[i] = v.end;
     }
+    lineEnds = ends;
     values = v.buf;
     key = (i) => batch.identityKey?.(i) ?? rowIdentityKey(rows[i]!);
   }
   const n = lineEnds.length;
-  const keys = new ByteRun(n * 128);
+  const keys = new ByteRun(prebuilt === null ? n * 128 : 0);
+  if (prebuilt !== null) {
+    keys.buf = prebuilt.bytes;
+    keys.end = 0;
+  }
   const keyStart = new Int32Array(n);
   const keyEnd = new Int32Array(n);
   const valueStart = new Int32Array(n);
@@ -117,7 +131,9 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
   let vs = 0;
   for (let i = 0; i < n; i++) {
     const ks = keys.end;
-    if (keyInto === null) {
+    if (prebuilt !== null) {
+      keys.end = prebuilt.ends[i]!;
+    } else if (keyInto === null) {
       keys.write(key(i));
     } else {
       // The batch writes the key itself, from its cached parts; it says when the buffer is short.
@@ -133,7 +149,8 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
     const size = ke - ks + ve - vs;
     if (size + RECORD_OVERHEAD_BYTES > max) {
       rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}` });
-      keys.end = ks;
+      // A key written here is taken back; a prebuilt one stays in its place, unreferenced.
+      if (prebuilt === null) keys.end = ks;
     } else {
       keyStart[m] = ks;
       keyEnd[m] = ke;

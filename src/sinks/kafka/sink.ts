@@ -35,6 +35,8 @@ export class KafkaSink implements Sink {
   /** Exactly-once: the commit points travel in the sink's transactions (as the group's offsets); readPositions() reads them back. */
   readonly positions: PositionStore | undefined;
   readonly pipelined = true;
+  readonly readsRowBytes = true;
+  readonly readsIdentityKeys = true;
   readonly wholeEmissions: boolean;
   readonly #o: KafkaSinkOptions;
   readonly #admin: LazyAdmin;
@@ -98,9 +100,10 @@ export class KafkaSink implements Sink {
   #laneId(batch: RowBatch, commit: SinkCommit | undefined): string {
     // Without a commit (unpartitioned source) the rows still say which input partition they belong
     // to when there is one; otherwise one producer for the whole group.
-    // Rows are read (made as objects) only then.
-    const first = commit === undefined ? batch.rows[0] : undefined;
-    const input = commit ?? (first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined);
+    // Rows are read (made as objects) only for a batch that does not say its lane.
+    const first = commit === undefined && !('where' in batch) ? batch.rows[0] : undefined;
+    const where = 'where' in batch ? batch.where : first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined;
+    const input = commit ?? where;
     if (!this.#o.exactlyOnce) return input === undefined ? 'rows' : `rows.${input.topic}.${input.partition}`;
     return input !== undefined ? this.transactionalId(input.topic, input.partition) : `${this.#o.groupId}.rows`;
   }

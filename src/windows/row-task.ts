@@ -1,0 +1,137 @@
+// Rows formatted in a worker. A closed window's rows are the main thread's largest per-row cost
+// (the identity prefix, a tail of numbers written digit by digit, and for the Kafka sink each row's
+// identity key): the cells go to a worker as columns, the NDJSON bytes and keys come back, and the
+// main thread only writes them. Sketches stay on the main thread's formatter (they are objects, and
+// PERCENTILES rows are few and large). Pure: both sides import it, the worker through its entry.
+import { ClosedCells } from './cells.js';
+import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
+import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
+import type { RowSettings, RowsTask, RowsWire } from '../core/messages.js';
+
+type Where = { readonly topic: string; readonly partition: number } | undefined;
+
+/**
+ * The task for cells without sketches, and what to transfer: fresh copies of the columns (a chunk's
+ * columns are views into its whole close, which other chunks still read).
+ */
+export function rowsTask(cells: ClosedCells, settings: RowSettings, where: Where, identityKeys: boolean, arena?: KeyArena): { task: RowsTask; transfer: ArrayBuffer[] } {
+  const starts = cells.starts.slice();
+  const stats = cells.stats.slice();
+  // Keys the arena holds cross as indexes; keys it cannot hold (it is full even anew) as strings.
+  const named = arena?.ids(cells.keys) ?? null;
+  const keys = named === null ? cells.keys : { arena: named.ref, ids: named.ids };
+  const q = cells.quality;
+  const quality = q === null ? undefined : { revision: q.revision.slice(), closedBy: q.closedBy.slice(), lateRecords: q.lateRecords.slice() };
+  const task: RowsTask = { kind: 'rows', settings, keys, starts, stats, where, identityKeys, ...(quality === undefined ? {} : { quality }) };
+  const transfer = [starts.buffer, stats.buffer];
+  if (quality !== undefined) transfer.push(quality.revision.buffer, quality.closedBy.buffer, quality.lateRecords.buffer);
+  if (named !== null) transfer.push(named.ids.buffer as ArrayBuffer);
+  return { task, transfer };
+}
+
+/** A worker's formatters, one per row setting (a pool serves one engine: in practice one). */
+export class RowWorkshop {
+  readonly #formatters = new Map<string, RowFormatter>();
+  readonly #keys = new KeyArenaReader();
+
+  format(task: RowsTask): RowsWire {
+    const t0 = performance.now();
+    const s = task.settings;
+    const id = `${s.windowMs}/${s.maxEntries}`;
+    let fmt = this.#formatters.get(id);
+    if (fmt === undefined) {
+      fmt = new RowFormatter(s.windowMs, s.maxEntries);
+      this.#formatters.set(id, fmt);
+    }
+    const keys = Array.isArray(task.keys) ? (task.keys as readonly string[]) : this.#keys.keys((task.keys as { arena: KeyArenaRef }).arena, (task.keys as { ids: Int32Array }).ids);
+    const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null, task.quality ?? null), task.where);
+    const bytes = batch.ndjsonBytes!();
+    const n = keys.length;
+    const lineEnds = new Int32Array(n);
+    let o = -1;
+    for (let i = 0; i < n; i++) {
+      o = bytes.indexOf(0x0a, o + 1);
+      lineEnds[i] = o;
+    }
+    let identities: Uint8Array | null = null;
+    let keyEnds: Int32Array | null = null;
+    if (task.identityKeys) {
+      keyEnds = new Int32Array(n);
+      let buf = Buffer.allocUnsafe(Math.max(4096, n * 160));
+      let end = 0;
+      for (let i = 0; i < n; i++) {
+        let e = batch.identityKeyInto!(i, buf, end);
+        while (e < 0) {
+          const bigger = Buffer.allocUnsafe(2 * buf.length);
+          buf.copy(bigger, 0, 0, end);
+          buf = bigger;
+          e = batch.identityKeyInto!(i, buf, end);
+        }
+        end = e;
+        keyEnds[i] = end;
+      }
+      identities = buf.subarray(0, end);
+    }
+    return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
+  }
+}
+
+/**
+ * A chunk's rows as a worker formatted them. What sinks read of a batch (its bytes, each line's end,
+ * the identity keys) is the worker's; row objects and anything else are the main thread formatter's,
+ * made only when asked (a sink that refuses a row reads `rows`).
+ */
+export class FormattedElsewhere implements RowBatch {
+  readonly where: Where;
+  readonly #wire: RowsWire;
+  readonly #bytes: Buffer;
+  readonly #keys: Buffer | null;
+  readonly #here: () => RowBatch;
+  #batch: RowBatch | null = null;
+
+  constructor(wire: RowsWire, where: Where, here: () => RowBatch) {
+    this.#wire = wire;
+    this.where = where;
+    this.#here = here;
+    const b = wire.ndjson;
+    this.#bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+    const k = wire.keys;
+    this.#keys = k === null ? null : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+  }
+
+  #main(): RowBatch {
+    this.#batch ??= this.#here();
+    return this.#batch;
+  }
+
+  get rows(): readonly StatsRow[] {
+    return this.#main().rows;
+  }
+
+  ndjson(): string {
+    return this.#bytes.toString('utf8');
+  }
+
+  ndjsonBytes(): Buffer {
+    return this.#bytes;
+  }
+
+  lineEnds(): Int32Array {
+    return this.#wire.lineEnds;
+  }
+
+  json(i: number): string {
+    const ends = this.#wire.lineEnds;
+    return this.#bytes.toString('utf8', i === 0 ? 0 : ends[i - 1]! + 1, ends[i]!);
+  }
+
+  identityKey(i: number): string {
+    const ends = this.#wire.keyEnds;
+    if (this.#keys === null || ends === null) return this.#main().identityKey!(i);
+    return this.#keys.toString('utf8', i === 0 ? 0 : ends[i - 1]!, ends[i]!);
+  }
+
+  identityKeyBytes(): { readonly bytes: Buffer; readonly ends: Int32Array } | null {
+    return this.#keys === null || this.#wire.keyEnds === null ? null : { bytes: this.#keys, ends: this.#wire.keyEnds };
+  }
+}
