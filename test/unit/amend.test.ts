@@ -300,3 +300,21 @@ t.test('a flood of late records across 200,000 closed rows: state never passes i
   t.ok(amended > 0 && refused > 0, 'recent windows amended, evicted ones refused');
   t.ok(store.keptWindows < 30 && store.evictedWindows >= 70, 'only what fits is kept: the oldest were evicted');
 });
+
+t.test('rows formatted in a worker carry the quality columns, byte for byte as on the main thread', async (t) => {
+  const { RowFormatter } = await import('../../src/windows/row.js');
+  const { RowWorkshop, rowsTask } = await import('../../src/windows/row-task.js');
+  const store = new WindowStore({ windowMs: W, latenessMs: 0, budget: new SeriesBudget(1000), confirmRecords: 1, amend: { horizonMs: HOUR } });
+  const keys = Array.from({ length: 40 }, (_, i) => seriesKey('cpu', null, [['host', `h${i}`]], null));
+  store.apply(result(keys.map((key) => ({ key, ts: BASE + 1, v: 1.25 }))), { start: 0, end: 40 });
+  store.apply(result([{ key: keys[0]!, ts: BASE + W + 1, v: 1 }]), { start: 40, end: 41 });
+  store.takeClosed();
+  store.apply(result(keys.map((key) => ({ key, ts: BASE + 3, v: 7 }))), { start: 41, end: 81 });
+  const cells = store.takeClosed();
+  t.equal(cells.length, 40, 'forty amended rows');
+  const where = { topic: 'in', partition: 2 };
+  const here = new RowFormatter(W, 1000).format(cells, where).ndjsonBytes!();
+  const wire = new RowWorkshop().format(rowsTask(cells, { windowMs: W, maxEntries: 1000 }, where, true).task);
+  t.equal(Buffer.from(wire.ndjson).toString(), here.toString(), 'the same NDJSON');
+  t.match(here.toString(), /"revision":81,"closed_by":"amended","late_records":1\}/);
+});
