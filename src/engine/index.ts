@@ -257,7 +257,7 @@ export class Engine implements LaneHost {
     const positions = batch.startPosition !== undefined && batch.endPosition !== undefined
       ? { start: batch.startPosition, end: batch.endPosition }
       : undefined;
-    const applied = lane.apply(r, positions, batch.lastTimestampMs);
+    const applied = lane.apply(r, positions, batch.lastTimestampMs, lane.allReplayed(batch));
     // Amended records are in the statistics (their window's new revision); rebuilt ones were before a restart.
     this.totals.ok += applied.accepted + applied.amended;
     metrics.records.inc({ result: 'ok' }, applied.accepted + applied.amended);

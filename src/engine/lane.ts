@@ -137,10 +137,11 @@ export class Lane {
   }
 
   /** One batch's partials, in the lane's order; `lastTimestampMs`: the batch's last source timestamp. */
-  apply(result: DecodeResult, positions: { start: number; end: number } | undefined, lastTimestampMs: number | undefined): ApplyOutcome {
+  apply(result: DecodeResult, positions: { start: number; end: number } | undefined, lastTimestampMs: number | undefined, replayed?: boolean): ApplyOutcome {
     this.#expect('apply', RUNNING);
-    // All of it processed before the restart (replaySplit keeps batches from straddling the boundary).
-    const replay = positions !== undefined && positions.end <= this.#restoredAppliedEnd;
+    // All of it processed before the restart (replaySplit keeps batches from straddling the
+    // boundary): the host says so from the messages' positions (offsets may have gaps), else the range.
+    const replay = replayed ?? (positions !== undefined && positions.end <= this.#restoredAppliedEnd);
     const outcome = this.#store.apply(result, positions, replay);
     if (lastTimestampMs !== undefined) this.#lastAppliedTimestampMs = lastTimestampMs;
     return outcome;
@@ -184,6 +185,12 @@ export class Lane {
    */
   postCommit(point: CommitPoint): void {
     this.#commitPoint = point;
+  }
+
+  /** Every message of the batch was processed before the restart (none is new). */
+  allReplayed(batch: Batch): boolean {
+    const n = batch.positions?.length ?? 0;
+    return n > 0 && this.isReplay(batch, n - 1);
   }
 
   /** A message processed before the restart this lane was restored from (a replay: skipped). */

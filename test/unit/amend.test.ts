@@ -318,3 +318,17 @@ t.test('rows formatted in a worker carry the quality columns, byte for byte as o
   t.equal(Buffer.from(wire.ndjson).toString(), here.toString(), 'the same NDJSON');
   t.match(here.toString(), /"revision":81,"closed_by":"amended","late_records":1\}/);
 });
+
+t.test('after a restart a batch is split where new messages start, and a replayed part is known by its messages (offsets with gaps)', async (t) => {
+  const { subBatch } = await import('../../src/engine/lane.js');
+  const settings = { windowMs: W, latenessMs: 0, budget: new SeriesBudget(1000), confirmRecords: 1, amend: { horizonMs: HOUR } };
+  const lane = Lane.open(1, { position: 0, watermarkMs: BASE, appliedEnd: 10 }, settings);
+  const batch = { lane: 1, seq: 0, data: Buffer.from('abc'), offsets: Uint32Array.from([0, 1, 2, 3]), positions: ['5', '7', '12'], startPosition: 5, endPosition: 13 };
+  t.equal(lane.replaySplit(batch), 2, 'split before the first message at or after the restored applied end');
+  const first = subBatch(batch, 0, 2);
+  t.equal(first.endPosition, 12, 'the replayed part ends where the new one starts (a gap: 12, past the applied end 10)');
+  t.ok(lane.allReplayed(first), 'yet all of its messages are replays');
+  t.notOk(lane.allReplayed(subBatch(batch, 2, 3)), 'the new part is not');
+  const dl = Lane.open(2, { position: 0, watermarkMs: BASE, appliedEnd: 10 }, { ...settings, amend: undefined });
+  t.equal(dl.replaySplit(batch), -1, 'LATE_RECORDS=dead-letter: batches are never split');
+});
