@@ -145,6 +145,8 @@ export class Pipeline {
       sourceName: config.source.kind === 'redis' ? `redis:${config.redis.streams.join(',')}` : config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
       windowSeconds: config.windowSeconds,
       allowedLatenessSeconds: config.allowedLatenessSeconds,
+      lateRecords: config.lateRecords,
+      amendHorizonSeconds: config.amendHorizonSeconds,
       watermarkConfirmRecords: config.watermarkConfirmRecords,
       maxSeries: config.maxSeries,
       maxStateMb: config.maxStateMb,

@@ -15,6 +15,12 @@ export interface CommitPoint {
   readonly watermarkMs: number;
   /** Position after the last applied batch: input below it was processed (a replay of it is skipped). */
   readonly appliedEnd: number;
+  /**
+   * LATE_RECORDS=amend: every closed window starting from here (ms) is kept for amendment, and
+   * `position` is at or before its first record, so a restart rebuilds those windows whole from the
+   * replay (and no window before it). Absent otherwise, and in points stored before amendment.
+   */
+  readonly keptFromMs?: number;
 }
 
 /** What a restore needs besides the position to resume from (a Kafka commit carries it as metadata). */

@@ -36,6 +36,9 @@ export interface Config {
   groupBy: string[] | null;
   windowSeconds: number;
   allowedLatenessSeconds: number;
+  /** LATE_RECORDS with `auto` resolved for the sink. */
+  lateRecords: 'dead-letter' | 'amend';
+  amendHorizonSeconds: number;
   watermarkConfirmRecords: number;
   /** Percentiles (0..100) to report per window; empty = no sketches. */
   percentiles: number[];
@@ -161,6 +164,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     groupBy,
     windowSeconds: r.get('WINDOW_SECONDS'),
     allowedLatenessSeconds: r.get('ALLOWED_LATENESS_SECONDS'),
+    ...parseLateRecords(r, sink),
     watermarkConfirmRecords: r.get('WATERMARK_CONFIRM_RECORDS'),
     percentiles: parsePercentiles(r),
     percentileAccuracy: r.get('PERCENTILE_ACCURACY'),
@@ -193,3 +197,18 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   }
   return config;
 }
+
+/**
+ * LATE_RECORDS, `auto` resolved by sink: amend where a reader sees one row per identity whatever the
+ * revisions (PostgreSQL updates it in place), dead-letter where every revision is appended (stdout,
+ * file, Kafka): a reader written for one row per window would count an amended window twice.
+ */
+function parseLateRecords(r: Reader, sink: SinkSpec): { lateRecords: 'dead-letter' | 'amend'; amendHorizonSeconds: number } {
+  const asked = r.get('LATE_RECORDS');
+  const lateRecords = asked === 'auto' ? LATE_RECORDS_AUTO[sink.kind] : asked;
+  // Read (and checked) whatever LATE_RECORDS is: it does nothing without amend.
+  return { lateRecords, amendHorizonSeconds: r.get('AMEND_HORIZON_SECONDS') };
+}
+
+/** What LATE_RECORDS=auto is for each sink (README, late records, says why). */
+export const LATE_RECORDS_AUTO: Readonly<Record<SinkSpec['kind'], 'dead-letter' | 'amend'>> = { postgres: 'amend', kafka: 'dead-letter', stdout: 'dead-letter', file: 'dead-letter' };

@@ -204,6 +204,8 @@ export interface RowsTask {
   readonly where: { readonly topic: string; readonly partition: number } | undefined;
   /** Also each row's identity key (the Kafka sink's message keys). */
   readonly identityKeys: boolean;
+  /** LATE_RECORDS=amend: each row's revision, how it closed (windows/cells.ts CLOSED_BY) and late records. */
+  readonly quality?: { readonly revision: Float64Array; readonly closedBy: Uint8Array; readonly lateRecords: Float64Array };
 }
 
 /** A RowsTask's rows: NDJSON bytes with each line's end (its newline), and the identity keys if asked. */

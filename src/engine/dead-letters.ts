@@ -19,10 +19,12 @@ export interface DeadLetterSettings {
   readonly allowedLatenessSeconds: number;
   readonly maxSeries: number;
   readonly maxStateMb?: number;
+  /** LATE_RECORDS=amend: the horizon a late record's detail names. */
+  readonly amendHorizonSeconds?: number;
 }
 
 /** Cells the window store refused, with how many records each held. */
-type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number; limit?: 'count' | 'bytes' }>;
+type RefusedCells = ReadonlyArray<{ key: string; windowStart: number; count: number; limit?: 'count' | 'bytes'; beyond?: 'horizon' | 'state' }>;
 
 /** Where the entries of one batch come from: the batch, its lane, and which messages are replays. */
 export interface BatchOrigin {
@@ -74,9 +76,14 @@ export class DeadLetterBuilder {
    * the worker, the main thread re-reads just this batch to find them. `found` counts every record
    * matched (replays included), to compare with what the store refused.
    */
-  refusedRecords(o: BatchOrigin, late: RefusedCells, overLimit: RefusedCells, watermark: number, nowMs: number): { entries: DeadLetterEntry[]; found: number } {
+  refusedRecords(o: BatchOrigin, late: RefusedCells, overLimit: RefusedCells, watermark: number, nowMs: number): { entries: DeadLetterEntry[]; found: number; beyondHorizon: number } {
     const reasons = new Map<string, RejectReason>();
-    for (const c of late) reasons.set(`${c.windowStart}|${c.key}`, 'late');
+    // LATE_RECORDS=amend: late records that could not amend their window, and why.
+    const beyond = new Map<string, 'horizon' | 'state'>();
+    for (const c of late) {
+      reasons.set(`${c.windowStart}|${c.key}`, 'late');
+      if (c.beyond !== undefined) beyond.set(`${c.windowStart}|${c.key}`, c.beyond);
+    }
     const byBytes = new Set<string>();
     for (const c of overLimit) {
       reasons.set(`${c.windowStart}|${c.key}`, 'series_limit');
@@ -84,6 +91,7 @@ export class DeadLetterBuilder {
     }
     const entries: DeadLetterEntry[] = [];
     let found = 0;
+    let beyondHorizon = 0;
     const wm = Number.isFinite(watermark) ? new Date(watermark).toISOString() : 'none';
     this.#s.decoder.forEachRecord(
       o.batch.data,
@@ -95,8 +103,10 @@ export class DeadLetterBuilder {
         if (reason === undefined) return;
         found++;
         if (o.replay(msg)) return;
+        const why = reason === 'late' ? beyond.get(`${ws}|${key}`) : undefined;
+        if (why === 'horizon') beyondHorizon++;
         const detail = reason === 'late'
-          ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#s.allowedLatenessSeconds})`
+          ? `window ${new Date(ws).toISOString()} closed: watermark ${wm} (ALLOWED_LATENESS_SECONDS=${this.#s.allowedLatenessSeconds})${lateWhy(why, this.#s)}`
           : byBytes.has(`${ws}|${key}`)
             ? `state limit reached: MAX_STATE_MB=${this.#s.maxStateMb} (estimated bytes of the open series' keys, row parts and percentile sketches)`
             : `series limit reached: MAX_SERIES=${this.#s.maxSeries} open series`;
@@ -104,7 +114,7 @@ export class DeadLetterBuilder {
       },
       () => {},
     );
-    return { entries, found };
+    return { entries, found, beyondHorizon };
   }
 
   /** Rows a sink refused for a reason of the row: each with its JSON, cut at MAX_ROW_DEAD_LETTER_BYTES. */
@@ -180,6 +190,13 @@ export class DeadLetterBuilder {
       value_encoding: encoding,
     };
   }
+}
+
+/** Why a late record could not amend its window (LATE_RECORDS=amend); nothing otherwise. */
+function lateWhy(why: 'horizon' | 'state' | undefined, s: DeadLetterSettings): string {
+  if (why === 'horizon') return `, more than AMEND_HORIZON_SECONDS=${s.amendHorizonSeconds} before; too late to amend`;
+  if (why === 'state') return `; its state for amendment is not kept (evicted to stay within MAX_STATE_MB=${s.maxStateMb ?? 'unset'}, or from before a restart)`;
+  return '';
 }
 
 /** The lane's topic and partition, last (the entry's fields keep the order the output always had). */

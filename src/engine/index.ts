@@ -15,7 +15,8 @@ import type { LaneIdentity } from '../commit/types.js';
 import type { RowSettings } from '../core/messages.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { FormattedElsewhere, rowsTask } from '../windows/row-task.js';
-import { ClosedCells, SeriesBudget, type CellList } from '../windows/store.js';
+import { ClosedCells, SeriesBudget, type CellList, type ClosedBy } from '../windows/store.js';
+import { CLOSED_BY } from '../windows/cells.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
@@ -24,6 +25,9 @@ import { RowPlacement } from './placement.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
 export type { EngineOptions, EngineTotals } from './types.js';
+
+/** AMEND_HORIZON_SECONDS when the engine is given none (the options table's default). */
+export const AMEND_HORIZON_DEFAULT_SECONDS = 3600;
 
 /**
  * Below this many rows a chunk is formatted on the main thread: a worker's round trip (tens of
@@ -54,6 +58,7 @@ export class Engine implements LaneHost {
       budget: new SeriesBudget(opts.maxSeries, opts.maxStateMb === undefined ? Infinity : opts.maxStateMb * 1024 * 1024),
       confirmRecords: opts.watermarkConfirmRecords,
       sketchAccuracy: (opts.percentiles?.length ?? 0) > 0 ? (opts.percentileAccuracy ?? 0.01) : 0,
+      ...(opts.lateRecords === 'amend' ? { amend: { horizonMs: (opts.amendHorizonSeconds ?? AMEND_HORIZON_DEFAULT_SECONDS) * 1000 } } : {}),
     };
     this.#rows = new RowFormatter(windowMs, opts.maxSeries, opts.percentiles ?? []);
     this.#rowSettings = { windowMs, maxEntries: opts.maxSeries };
@@ -176,9 +181,9 @@ export class Engine implements LaneHost {
   }
 
   /** End of a finite input (or shutdown of one): close every window and emit it. */
-  async closeAll(): Promise<void> {
+  async closeAll(closedBy: ClosedBy = 'end_of_input'): Promise<void> {
     await this.drain();
-    for (const s of this.#lanes.values()) await this.#emit(s, s.lane.closeClean(), true);
+    for (const s of this.#lanes.values()) await this.#emit(s, s.lane.closeClean(closedBy), true);
     await this.drain();
     this.#updateGauges();
   }
@@ -195,7 +200,7 @@ export class Engine implements LaneHost {
       try {
         s.lane.advanceIdle(wallMs);
         this.#setWatermarkGauge(s.lane);
-        await this.#emit(s, s.lane.takeClosed());
+        await this.#emit(s, s.lane.takeClosed('idle'));
         this.#updateGauges();
       } catch (err) {
         this.#fail(err);
@@ -219,6 +224,11 @@ export class Engine implements LaneHost {
 
   async #apply(state: Hosted, batch: Batch, outcome: BatchOutcome, nowMs: number): Promise<void> {
     const { metrics, deadLetter } = this.#o;
+    const split = state.lane.replaySplit(batch);
+    if (split > 0) {
+      await this.#applyParts(state, batch, [[0, split], [split, messageCount(batch)]], nowMs);
+      return;
+    }
     if (outcome.kind === 'poisoned' && messageCount(batch) > 1) {
       await this.#bisect(state, batch, nowMs);
       return;
@@ -247,11 +257,20 @@ export class Engine implements LaneHost {
     const positions = batch.startPosition !== undefined && batch.endPosition !== undefined
       ? { start: batch.startPosition, end: batch.endPosition }
       : undefined;
-    const applied = lane.apply(r, positions, batch.lastTimestampMs);
-    this.totals.ok += applied.accepted;
-    metrics.records.inc({ result: 'ok' }, applied.accepted);
+    const applied = lane.apply(r, positions, batch.lastTimestampMs, lane.allReplayed(batch));
+    // Amended records are in the statistics (their window's new revision); rebuilt ones were before a restart.
+    this.totals.ok += applied.accepted + applied.amended;
+    metrics.records.inc({ result: 'ok' }, applied.accepted + applied.amended);
+    if (applied.amended > 0) metrics.lateRecords.inc({ outcome: 'amended' }, applied.amended);
+    if (applied.rebuilt > 0) {
+      this.totals.replayed += applied.rebuilt;
+      metrics.replayed.inc(applied.rebuilt);
+    }
     if (applied.late.length > 0 || applied.overLimit.length > 0) {
-      const { entries, found } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
+      const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
+      const lateN = lateLetters(entries);
+      if (beyondHorizon > 0) metrics.lateRecords.inc({ outcome: 'beyond_horizon' }, beyondHorizon);
+      if (lateN > beyondHorizon) metrics.lateRecords.inc({ outcome: 'dead_lettered' }, lateN - beyondHorizon);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
       this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
@@ -285,6 +304,20 @@ export class Engine implements LaneHost {
       await this.#o.pool.acquire();
       const outcome = await this.#o.pool.run(part, nowMs);
       await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
+    }
+  }
+
+  /**
+   * A batch applied as parts (LATE_RECORDS=amend: the replayed messages of a restart apart from the
+   * new ones): each part is decoded again and applied in order.
+   */
+  async #applyParts(state: Hosted, batch: Batch, parts: ReadonlyArray<readonly [number, number]>, nowMs: number): Promise<void> {
+    for (const [lo, hi] of parts) {
+      const part = subBatch(batch, lo, hi);
+      if (this.#fatal !== null || state.lane.dropped) return;
+      await this.#o.pool.acquire();
+      const outcome = await this.#o.pool.run(part, nowMs);
+      await this.#apply(state, part, outcome, nowMs);
     }
   }
 
@@ -401,6 +434,8 @@ export class Engine implements LaneHost {
       // batch.rows builds row objects the file sink never needed: only when a row was refused.
       if (result.rejected.length > 0) await this.#deadLetterRows(state.lane, batch.rows, result.rejected);
       metrics.windowsEmitted.inc(cells.length - result.rejected.length);
+      const amended = amendedRows(cells);
+      if (amended > 0) metrics.amendments.inc(amended);
       this.totals.rows += cells.length - result.rejected.length;
       if (point !== null) this.#advancePoint(state, point);
     };
@@ -448,6 +483,21 @@ export class Engine implements LaneHost {
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
     this.#o.metrics.stateBytes.set(this.#store.budget.bytes);
+    if (this.#store.amend !== undefined) {
+      let bytes = 0;
+      let kept = 0;
+      for (const s of this.#lanes.values()) {
+        bytes += s.lane.keptBytes;
+        kept += s.lane.keptWindows;
+        const evicted = s.lane.evictedWindows;
+        if (evicted > s.evictedSeen) {
+          this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
+          s.evictedSeen = evicted;
+        }
+      }
+      this.#o.metrics.amendStateBytes.set(bytes);
+      this.#o.metrics.amendKeptWindows.set(kept);
+    }
   }
 }
 
@@ -473,8 +523,19 @@ interface Hosted {
   unwrittenCells: number;
   unwrittenWindows: number;
   writes: Promise<void>;
+  /** The lane's kept windows evicted (MAX_STATE_MB) as last counted in the metric. */
+  evictedSeen: number;
+}
+
+/** Rows of a new revision among cells (LATE_RECORDS=amend). */
+function amendedRows(cells: CellList): number {
+  if (!(cells instanceof ClosedCells) || cells.quality === null) return 0;
+  const amended = CLOSED_BY.indexOf('amended');
+  let n = 0;
+  for (const c of cells.quality.closedBy) if (c === amended) n++;
+  return n;
 }
 
 function hosted(lane: Lane): Hosted {
-  return { lane, nextSeq: 0, chain: Promise.resolve(), lastActivityMs: Date.now(), unappliedTimestamps: [], writesInFlight: 0, unwrittenCells: 0, unwrittenWindows: 0, writes: Promise.resolve() };
+  return { lane, nextSeq: 0, chain: Promise.resolve(), lastActivityMs: Date.now(), unappliedTimestamps: [], writesInFlight: 0, unwrittenCells: 0, unwrittenWindows: 0, writes: Promise.resolve(), evictedSeen: 0 };
 }

@@ -18,7 +18,7 @@
 import { messageCount, type Batch } from '../core/batch.js';
 import type { DecodeResult } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
-import { WindowStore, type ApplyOutcome, type ClosedCells } from '../windows/store.js';
+import { WindowStore, type ApplyOutcome, type ClosedBy, type ClosedCells } from '../windows/store.js';
 
 export type LaneState = 'running' | 'closed-clean' | 'closed-dirty';
 
@@ -61,6 +61,7 @@ export class Lane {
     this.#settings = settings;
     this.#store = new WindowStore(settings);
     if (init.watermarkMs !== undefined) this.#store.advanceWatermark(init.watermarkMs);
+    this.#store.restoreKeptFrom(init.keptFromMs);
     this.#restoredAppliedEnd = init.appliedEnd ?? -Infinity;
   }
 
@@ -105,10 +106,43 @@ export class Lane {
     return this.#store.openWindows;
   }
 
+  /** Closed windows kept for amendment (LATE_RECORDS=amend), and their estimated bytes. */
+  get keptWindows(): number {
+    return this.#store.keptWindows;
+  }
+
+  get keptBytes(): number {
+    return this.#store.keptBytes;
+  }
+
+  get evictedWindows(): number {
+    return this.#store.evictedWindows;
+  }
+
+  get amending(): boolean {
+    return this.#store.amending;
+  }
+
+  /**
+   * With amendment, a batch whose messages are partly replays (below the restored applied end) and
+   * partly new must be applied in two parts: a replay rebuilds kept windows silently, new records
+   * amend them. The index of its first new message, or -1 when the batch is all one or the other.
+   */
+  replaySplit(batch: Batch): number {
+    if (!this.#store.amending || batch.positions === undefined) return -1;
+    const n = batch.positions.length;
+    if (n < 2 || Number(batch.positions[0]) >= this.#restoredAppliedEnd || Number(batch.positions[n - 1]) < this.#restoredAppliedEnd) return -1;
+    for (let i = 1; i < n; i++) if (Number(batch.positions[i]) >= this.#restoredAppliedEnd) return i;
+    return -1;
+  }
+
   /** One batch's partials, in the lane's order; `lastTimestampMs`: the batch's last source timestamp. */
-  apply(result: DecodeResult, positions: { start: number; end: number } | undefined, lastTimestampMs: number | undefined): ApplyOutcome {
+  apply(result: DecodeResult, positions: { start: number; end: number } | undefined, lastTimestampMs: number | undefined, replayed?: boolean): ApplyOutcome {
     this.#expect('apply', RUNNING);
-    const outcome = this.#store.apply(result, positions);
+    // All of it processed before the restart (replaySplit keeps batches from straddling the
+    // boundary): the host says so from the messages' positions (offsets may have gaps), else the range.
+    const replay = replayed ?? (positions !== undefined && positions.end <= this.#restoredAppliedEnd);
+    const outcome = this.#store.apply(result, positions, replay);
     if (lastTimestampMs !== undefined) this.#lastAppliedTimestampMs = lastTimestampMs;
     return outcome;
   }
@@ -119,10 +153,13 @@ export class Lane {
     this.#store.advanceWatermark(wallMs - this.#settings.latenessMs);
   }
 
-  /** Removes and returns the windows the watermark has closed, oldest first. */
-  takeClosed(): ClosedCells {
+  /**
+   * Removes and returns the windows the watermark has closed, oldest first (`closedBy`: how it got
+   * there); with amendment, the rows amended since the last call come first.
+   */
+  takeClosed(closedBy: ClosedBy = 'watermark'): ClosedCells {
     this.#expect('takeClosed', RUNNING);
-    return this.#store.takeClosed();
+    return this.#store.takeClosed(closedBy);
   }
 
   /**
@@ -136,7 +173,9 @@ export class Lane {
     if (position === null || appliedEnd === null) return null;
     // After a restart, input below the restored applied end was processed by an earlier run: the
     // point must not claim less, or the next restart would dead-letter its records again (as late).
-    return { position, watermarkMs: this.#store.watermark, appliedEnd: Math.max(appliedEnd, this.#restoredAppliedEnd) };
+    const point = { position, watermarkMs: this.#store.watermark, appliedEnd: Math.max(appliedEnd, this.#restoredAppliedEnd) };
+    const keptFromMs = this.#store.keptFromMs;
+    return keptFromMs === undefined ? point : { ...point, keptFromMs };
   }
 
   /**
@@ -148,17 +187,25 @@ export class Lane {
     this.#commitPoint = point;
   }
 
+  /** Every message of the batch was processed before the restart (none is new). */
+  allReplayed(batch: Batch): boolean {
+    const n = batch.positions?.length ?? 0;
+    return n > 0 && this.isReplay(batch, n - 1);
+  }
+
   /** A message processed before the restart this lane was restored from (a replay: skipped). */
   isReplay(batch: Batch, msg: number): boolean {
     const pos = batch.positions?.[msg];
     return pos !== undefined && Number(pos) < this.#restoredAppliedEnd;
   }
 
-  /** End of a finite input: every open window, to emit with no point after it; the lane is closed. */
-  closeClean(): ClosedCells {
+  /** End of a finite input (or a shutdown that emits): every open window, to emit with no point after it; the lane is closed. */
+  closeClean(closedBy: ClosedBy = 'end_of_input'): ClosedCells {
     this.#expect('closeClean', RUNNING);
     this.#state = 'closed-clean';
-    return this.#store.takeAll();
+    const cells = this.#store.takeAll(closedBy);
+    this.#store.dispose();
+    return cells;
   }
 
   /**
@@ -169,13 +216,16 @@ export class Lane {
     this.#expect('closeDirty', ['running', 'closed-clean']);
     this.#state = 'closed-dirty';
     this.#store.takeAll();
+    this.#store.dispose();
   }
 
   /** Where a rebuild starts: the commit point if there is one, else the point the lane was opened at. */
   restartPoint(): LaneInit {
     const cp = this.#commitPoint;
     const base = this.identity === undefined ? {} : { identity: this.identity };
-    return cp === null ? this.restored : { ...base, position: cp.position, watermarkMs: cp.watermarkMs, appliedEnd: cp.appliedEnd };
+    if (cp === null) return this.restored;
+    const point = { ...base, position: cp.position, watermarkMs: cp.watermarkMs, appliedEnd: cp.appliedEnd };
+    return cp.keptFromMs === undefined ? point : { ...point, keptFromMs: cp.keptFromMs };
   }
 
   /** A lane closed dirty, opened again at its restart point: its input is replayed from the point's position. */

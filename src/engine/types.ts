@@ -17,6 +17,13 @@ export interface EngineOptions {
   readonly sourceName: string;
   readonly windowSeconds: number;
   readonly allowedLatenessSeconds: number;
+  /**
+   * What a record whose window was already emitted becomes (LATE_RECORDS): dead-lettered as late
+   * (default), or merged into its kept window, which is emitted again as a new revision, up to
+   * amendHorizonSeconds after the window closed.
+   */
+  readonly lateRecords?: 'dead-letter' | 'amend';
+  readonly amendHorizonSeconds?: number;
   /** Records that must confirm a forward jump of event time beyond the lateness (WATERMARK_CONFIRM_RECORDS). */
   readonly watermarkConfirmRecords?: number;
   readonly maxSeries: number;

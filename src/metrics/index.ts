@@ -73,6 +73,16 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
     openSeries: new Gauge({ name: `${PREFIX}open_series`, help: 'Series with at least one open window', registers }),
     stateBytes: new Gauge({ name: `${PREFIX}state_bytes`, help: 'Estimated bytes of the open series (key and row cache) and their percentile sketches, counted against MAX_STATE_MB; new series beyond it are series_limit', registers }),
     stateLimitBytes: new Gauge({ name: `${PREFIX}state_limit_bytes`, help: 'MAX_STATE_MB in bytes (the budget state_bytes is counted against)', registers }),
+    lateRecords: new Counter({
+      name: `${PREFIX}late_records_total`,
+      help: 'Records whose window was already emitted, by outcome: amended (merged, the row emitted again as a new revision; LATE_RECORDS=amend), dead_lettered (as late: LATE_RECORDS=dead-letter, or its kept state was evicted at MAX_STATE_MB), beyond_horizon (more than AMEND_HORIZON_SECONDS after the window closed: dead-lettered as late)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    amendments: new Counter({ name: `${PREFIX}amendments_total`, help: 'Rows emitted again as a new revision with late records merged (LATE_RECORDS=amend)', registers }),
+    amendStateBytes: new Gauge({ name: `${PREFIX}amend_state_bytes`, help: 'Estimated bytes of the closed windows kept for amendment (part of state_bytes, counted against MAX_STATE_MB)', registers }),
+    amendKeptWindows: new Gauge({ name: `${PREFIX}amend_kept_windows`, help: 'Closed windows kept for amendment, over all partitions', registers }),
+    amendEvictedWindows: new Counter({ name: `${PREFIX}amend_evicted_windows_total`, help: 'Kept closed windows dropped before their horizon to stay within MAX_STATE_MB (open series come first); their late records are dead-lettered', registers }),
     openWindows: new Gauge({ name: `${PREFIX}open_windows`, help: 'Distinct open window starts, over all partitions', registers }),
     watermark: new Gauge({
       name: `${PREFIX}watermark_seconds`,

@@ -7,6 +7,30 @@ import type { Sketch } from '../core/sketch.js';
 /** The numbers of one cell in ClosedCells.stats (core/stats.ts MOMENT), STAT.STRIDE of them per cell. */
 export const STAT = MOMENT;
 
+/**
+ * How a row's window came to be emitted: the watermark passed it, its lane was idle (the watermark
+ * followed the wall clock), the process shut down or its finite input ended, or late records were
+ * merged into it after it was emitted (LATE_RECORDS=amend). Stored as the index in this list.
+ */
+export const CLOSED_BY = ['watermark', 'idle', 'shutdown', 'end_of_input', 'amended'] as const;
+export type ClosedBy = (typeof CLOSED_BY)[number];
+
+/**
+ * The quality columns of closed cells (LATE_RECORDS=amend; absent otherwise, so rows stay as they
+ * were): per cell its revision (0 for the first emission), how it was closed (index in CLOSED_BY)
+ * and the late records merged into it so far.
+ */
+export interface CellQuality {
+  readonly revision: Float64Array;
+  readonly closedBy: Uint8Array;
+  readonly lateRecords: Float64Array;
+}
+
+/** Quality of n first emissions, all closed the same way. */
+export function firstEmission(n: number, closedBy: ClosedBy): CellQuality {
+  return { revision: new Float64Array(n), closedBy: new Uint8Array(n).fill(CLOSED_BY.indexOf(closedBy)), lateRecords: new Float64Array(n) };
+}
+
 /** One closed cell as an object (tests, callers that build cells by hand). */
 export interface ClosedCell {
   readonly key: string;
@@ -25,6 +49,8 @@ export class ClosedCells {
     readonly stats: Float64Array,
     /** Each cell's quantile sketch, when PERCENTILES is on. */
     readonly sketches: ReadonlyArray<Sketch | undefined> | null,
+    /** Revision, how it closed and late records merged, per cell (LATE_RECORDS=amend only). */
+    readonly quality: CellQuality | null = null,
   ) {}
 
   get length(): number {
@@ -38,7 +64,41 @@ export class ClosedCells {
       this.starts.subarray(a, b),
       this.stats.subarray(a * STAT.STRIDE, b * STAT.STRIDE),
       this.sketches === null ? null : this.sketches.slice(a, b),
+      this.quality === null ? null : { revision: this.quality.revision.subarray(a, b), closedBy: this.quality.closedBy.subarray(a, b), lateRecords: this.quality.lateRecords.subarray(a, b) },
     );
+  }
+
+  /** These cells with quality columns (replacing any they had). */
+  withQuality(quality: CellQuality): ClosedCells {
+    return new ClosedCells(this.keys, this.starts, this.stats, this.sketches, quality);
+  }
+
+  /** a's cells then b's, in new columns; quality is kept when both have it. */
+  static concat(a: ClosedCells, b: ClosedCells): ClosedCells {
+    if (a.length === 0) return b;
+    if (b.length === 0) return a;
+    const n = a.length + b.length;
+    const starts = new Float64Array(n);
+    starts.set(a.starts);
+    starts.set(b.starts, a.length);
+    const stats = new Float64Array(n * STAT.STRIDE);
+    stats.set(a.stats);
+    stats.set(b.stats, a.stats.length);
+    const sketches = a.sketches === null && b.sketches === null ? null : [...(a.sketches ?? new Array<undefined>(a.length)), ...(b.sketches ?? new Array<undefined>(b.length))];
+    let quality: CellQuality | null = null;
+    if (a.quality !== null && b.quality !== null) {
+      const revision = new Float64Array(n);
+      revision.set(a.quality.revision);
+      revision.set(b.quality.revision, a.length);
+      const closedBy = new Uint8Array(n);
+      closedBy.set(a.quality.closedBy);
+      closedBy.set(b.quality.closedBy, a.length);
+      const lateRecords = new Float64Array(n);
+      lateRecords.set(a.quality.lateRecords);
+      lateRecords.set(b.quality.lateRecords, a.length);
+      quality = { revision, closedBy, lateRecords };
+    }
+    return new ClosedCells([...a.keys, ...b.keys], starts, stats, sketches, quality);
   }
 
   moments(i: number): Moments {

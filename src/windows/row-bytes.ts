@@ -3,7 +3,7 @@
 // same text as JSON.stringify), event times from a cached minute plus digits, window fields from
 // cached text. Building a tail string per row and
 // handing it to Buffer.write (a rope to flatten, a native call) was most of the cost of a row.
-import { STAT, type ClosedCells } from './cells.js';
+import { CLOSED_BY, STAT, type ClosedCells, type CellQuality } from './cells.js';
 import { stddevOf } from '../core/stats.js';
 
 function ascii(s: string): Uint8Array {
@@ -92,6 +92,26 @@ function putNumber(out: Uint8Array, o: number, x: number): number {
   return putText(out, o, String(x));
 }
 
+const K_REVISION = ascii(',"revision":');
+const K_LATE = ascii(',"late_records":');
+/** `,"closed_by":"…"` for each CLOSED_BY index. */
+const CLOSED_BY_BYTES = CLOSED_BY.map((c) => ascii(`,"closed_by":"${c}"`));
+const QUALITY_MAX = K_REVISION.length + K_LATE.length + 2 * NUMBER_MAX + Math.max(...CLOSED_BY_BYTES.map((b) => b.length));
+
+/** The quality columns of cell i (`,"revision":…,"closed_by":"…","late_records":…`), as qualityText writes them. */
+function putQuality(out: Uint8Array, o: number, q: CellQuality, i: number): number {
+  o = put(out, o, K_REVISION);
+  o = putNumber(out, o, q.revision[i]!);
+  o = put(out, o, CLOSED_BY_BYTES[q.closedBy[i]!]!);
+  o = put(out, o, K_LATE);
+  return putNumber(out, o, q.lateRecords[i]!);
+}
+
+/** The quality columns of cell i as text (the same bytes as putQuality). */
+export function qualityText(q: CellQuality, i: number): string {
+  return `,"revision":${q.revision[i]!},"closed_by":"${CLOSED_BY[q.closedBy[i]!]!}","late_records":${q.lateRecords[i]!}`;
+}
+
 /** Last ms of year 9999: up to here an event time's ISO form is `YYYY-MM-DDTHH:MM:SS.mmmZ` (24 characters). */
 const ISO_FIXED_MAX_MS = 253402300799999;
 
@@ -139,7 +159,8 @@ export interface RowText {
  */
 export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly string[], prefixBytes: number, whereTail: Uint8Array): Buffer {
   const n = c.length;
-  const perRow = FIXED_MAX + whereTail.length + (n > 0 ? text.windowText(c.starts[0]!).length : 0) + 1;
+  const q = c.quality;
+  const perRow = FIXED_MAX + whereTail.length + (n > 0 ? text.windowText(c.starts[0]!).length : 0) + 1 + (q === null ? 0 : QUALITY_MAX);
   let out = Buffer.allocUnsafe(prefixBytes + n * perRow);
   const s = c.stats;
   let windowStart = Number.NaN;
@@ -190,6 +211,7 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
     out.set(windowBytes, o);
     o += windowBytes.length;
     o = put(out, o, whereTail);
+    if (q !== null) o = putQuality(out, o, q, i);
     out[o++] = 0x7d;
     out[o++] = 0x0a;
   }

@@ -20,8 +20,11 @@ export function rowsTask(cells: ClosedCells, settings: RowSettings, where: Where
   // Keys the arena holds cross as indexes; keys it cannot hold (it is full even anew) as strings.
   const named = arena?.ids(cells.keys) ?? null;
   const keys = named === null ? cells.keys : { arena: named.ref, ids: named.ids };
-  const task: RowsTask = { kind: 'rows', settings, keys, starts, stats, where, identityKeys };
+  const q = cells.quality;
+  const quality = q === null ? undefined : { revision: q.revision.slice(), closedBy: q.closedBy.slice(), lateRecords: q.lateRecords.slice() };
+  const task: RowsTask = { kind: 'rows', settings, keys, starts, stats, where, identityKeys, ...(quality === undefined ? {} : { quality }) };
   const transfer = [starts.buffer, stats.buffer];
+  if (quality !== undefined) transfer.push(quality.revision.buffer, quality.closedBy.buffer, quality.lateRecords.buffer);
   if (named !== null) transfer.push(named.ids.buffer as ArrayBuffer);
   return { task, transfer };
 }
@@ -41,7 +44,7 @@ export class RowWorkshop {
       this.#formatters.set(id, fmt);
     }
     const keys = Array.isArray(task.keys) ? (task.keys as readonly string[]) : this.#keys.keys((task.keys as { arena: KeyArenaRef }).arena, (task.keys as { ids: Int32Array }).ids);
-    const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null), task.where);
+    const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null, task.quality ?? null), task.where);
     const bytes = batch.ndjsonBytes!();
     const n = keys.length;
     const lineEnds = new Int32Array(n);

@@ -2,9 +2,9 @@
 // Statistics result (plus name and stddev, and the identity a sink can upsert by).
 import type { Sketch, SketchData } from '../core/sketch.js';
 import { groupbyObject, isJsonKey, parseSeriesKey } from '../core/series.js';
-import { ClosedCells, STAT, type CellList } from './cells.js';
+import { CLOSED_BY, ClosedCells, STAT, type CellList, type ClosedBy } from './cells.js';
 import { stddevOf } from '../core/stats.js';
-import { rowsBytes } from './row-bytes.js';
+import { qualityText, rowsBytes } from './row-bytes.js';
 
 export interface StatsRow {
   name: string;
@@ -25,6 +25,13 @@ export interface StatsRow {
   /** Identity for upserts when the source is partitioned (Kafka). */
   topic?: string;
   partition?: number;
+  /**
+   * LATE_RECORDS=amend: the row's revision (0 for the first emission; a reader keeps the highest per
+   * identity), how its window was closed, and the late records merged into it.
+   */
+  revision?: number;
+  closed_by?: ClosedBy;
+  late_records?: number;
   /** PERCENTILES: the requested quantiles ("p95": value) and the mergeable sketch they come from. */
   percentiles?: Record<string, number>;
   sketch?: SketchData;
@@ -154,7 +161,7 @@ export class RowFormatter {
     let t =
       `"count":${count},"sum":${s[o + STAT.SUM]!},"min":${s[o + STAT.MIN]!},"max":${s[o + STAT.MAX]!},"avg":${s[o + STAT.MEAN]!},` +
       `"stddev":${stddevOf(count, s[o + STAT.M2]!)},"duration_start":"${this.isoMs(tsMin)}","duration_end":"${this.isoMs(tsMax)}",` +
-      `"duration":${(tsMax - tsMin) / 1000},${this.windowText(c.starts[i]!)}${whereTail}`;
+      `"duration":${(tsMax - tsMin) / 1000},${this.windowText(c.starts[i]!)}${whereTail}${c.quality === null ? '' : qualityText(c.quality, i)}`;
     const sketch = c.sketches?.[i];
     if (sketch !== undefined) t += `,"percentiles":${JSON.stringify(this.quantiles(sketch))},"sketch":${JSON.stringify(sketch.toJSON())}`;
     return `${t}}`;
@@ -196,6 +203,12 @@ export class RowFormatter {
     if (where !== undefined) {
       row.topic = where.topic;
       row.partition = where.partition;
+    }
+    const q = c.quality;
+    if (q !== null) {
+      row.revision = q.revision[i]!;
+      row.closed_by = CLOSED_BY[q.closedBy[i]!]!;
+      row.late_records = q.lateRecords[i]!;
     }
     const sketch = c.sketches?.[i];
     if (sketch !== undefined) {

@@ -6,7 +6,8 @@ import { CELL, type DecodeResult } from '../core/messages.js';
 import { clearMomentsAt, mergeMomentsFrom, MOMENT } from '../core/stats.js';
 import { isClosed } from '../core/window.js';
 import { MAX_BUCKETS, Sketch, SKETCH_BASE_BYTES, SKETCH_BUCKET_BYTES } from '../core/sketch.js';
-import { ClosedCells } from './cells.js';
+import { ClosedCells, firstEmission, type ClosedBy } from './cells.js';
+import { KeptWindows, type NotKept } from './kept.js';
 
 /** Defaults of the window store's options (the options table takes WATERMARK_CONFIRM_RECORDS from here). */
 export const WINDOW_STORE_DEFAULTS = {
@@ -17,7 +18,8 @@ export const WINDOW_STORE_DEFAULTS = {
 import { StreamClock } from './clock.js';
 
 export { StreamClock, cellPoints, type TimePoint } from './clock.js';
-export { ClosedCells, type CellList, type ClosedCell } from './cells.js';
+export { ClosedCells, type CellList, type ClosedCell, type ClosedBy } from './cells.js';
+export type { NotKept } from './kept.js';
 
 /**
  * Estimated main-thread bytes of one open series: its key in the store, and the parsed identity and
@@ -39,21 +41,43 @@ export class SeriesBudget {
   open = 0;
   /** Estimated bytes: the open series (seriesStateBytes) and their cells' sketches (Sketch.bytes). */
   bytes = 0;
+  /**
+   * Closed windows kept for amendment (LATE_RECORDS=amend) are counted here too, but open series come
+   * first: when one does not fit, the kept windows are asked to give their room back (oldest first).
+   */
+  readonly #reclaimers = new Set<(bytes: number) => number>();
+
   constructor(readonly max: number, readonly maxBytes: number = Infinity) {}
 
   /** Counts a new series in, with room for `extra` bytes it is about to charge; or says which limit refuses it. */
   admit(key: string, extra = 0): 'count' | 'bytes' | null {
     if (this.open >= this.max) return 'count';
     const b = seriesStateBytes(key);
-    if (this.bytes + b + extra > this.maxBytes) return 'bytes';
+    if (!this.fits(b + extra)) return 'bytes';
     this.open++;
     this.bytes += b;
     return null;
   }
 
-  /** Whether `extra` more bytes fit. */
+  /** Whether `extra` more bytes fit, once kept closed windows gave back what they can. */
   fits(extra: number): boolean {
+    if (this.room(extra)) return true;
+    for (const reclaim of this.#reclaimers) {
+      reclaim(this.bytes + extra - this.maxBytes);
+      if (this.room(extra)) return true;
+    }
+    return false;
+  }
+
+  /** Whether `extra` more bytes fit as things are. */
+  room(extra: number): boolean {
     return this.bytes + extra <= this.maxBytes;
+  }
+
+  /** A holder of state that can give bytes back (kept closed windows); removed when its lane closes. */
+  addReclaimer(reclaim: (bytes: number) => number): () => void {
+    this.#reclaimers.add(reclaim);
+    return () => this.#reclaimers.delete(reclaim);
   }
 
   release(key: string): void {
@@ -63,11 +87,23 @@ export class SeriesBudget {
 }
 
 export interface ApplyOutcome {
-  /** (series key, window start) cells whose window was already closed: their records are late. */
-  readonly late: Array<{ key: string; windowStart: number; count: number }>;
+  /**
+   * (series key, window start) cells whose window was already closed: their records are late. With
+   * amendment on, only those that could not amend their window, and `beyond` says why.
+   */
+  readonly late: Array<{ key: string; windowStart: number; count: number; beyond?: NotKept }>;
   /** Cells of new series refused because the budget was full, and which of its limits. */
   readonly overLimit: Array<{ key: string; windowStart: number; count: number; limit: 'count' | 'bytes' }>;
   readonly accepted: number;
+  /** Late records merged into their kept window (LATE_RECORDS=amend): the window is emitted again. */
+  readonly amended: number;
+  /** Replayed records (processed before a restart) that rebuilt a kept window silently. */
+  readonly rebuilt: number;
+}
+
+/** LATE_RECORDS=amend: how long after its close a window can still be amended. */
+export interface AmendSettings {
+  readonly horizonMs: number;
 }
 
 
@@ -126,13 +162,59 @@ export class WindowStore {
   readonly #windows = new Map<number, OpenWindow>();
   #lastWindowCells = 64;
   #evidence = new Int32Array(0);
+  /** Closed windows kept for amendment; null with LATE_RECORDS=dead-letter (nothing is kept then). */
+  readonly #kept: KeptWindows | null;
+  readonly #unregister: (() => void) | null;
 
-  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number }) {
+  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number; amend?: AmendSettings }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
     this.#clock = new StreamClock(opts.latenessMs, opts.confirmRecords ?? WINDOW_STORE_DEFAULTS.confirmRecords);
     this.#windowMs = opts.windowMs;
     this.#latenessMs = opts.latenessMs;
     this.#budget = opts.budget;
+    if (opts.amend === undefined) {
+      this.#kept = null;
+      this.#unregister = null;
+    } else {
+      const kept = new KeptWindows({ windowMs: opts.windowMs, horizonMs: opts.amend.horizonMs, budget: opts.budget, sketchAccuracy: this.#sketchAccuracy, keptFromMs: -Infinity });
+      this.#kept = kept;
+      this.#unregister = opts.budget.addReclaimer((bytes) => kept.reclaim(bytes));
+    }
+  }
+
+  /** Whether closed windows are kept for amendment. */
+  get amending(): boolean {
+    return this.#kept !== null;
+  }
+
+  /** Estimated bytes of the kept closed windows (0 without amendment). */
+  get keptBytes(): number {
+    return this.#kept?.bytes ?? 0;
+  }
+
+  get keptWindows(): number {
+    return this.#kept?.windows ?? 0;
+  }
+
+  /** Kept windows evicted to stay within MAX_STATE_MB since the lane opened. */
+  get evictedWindows(): number {
+    return this.#kept?.evictedWindows ?? 0;
+  }
+
+  /** Every closed window from here on is kept (undefined without amendment or before a watermark). */
+  get keptFromMs(): number | undefined {
+    const k = this.#kept?.keptFromMs;
+    return k === undefined || !Number.isFinite(k) ? undefined : k;
+  }
+
+  /**
+   * A restored lane: the closed windows from `ms` on are rebuilt by the replay; without it (a point
+   * stored before amendment was on), none of those closed at the restored watermark are.
+   */
+  restoreKeptFrom(ms: number | undefined): void {
+    if (this.#kept === null) return;
+    if (ms !== undefined) this.#kept.raiseKeptFrom(ms);
+    else if (Number.isFinite(this.#watermark)) this.#kept.raiseKeptFrom((Math.floor((this.#watermark - this.#windowMs) / this.#windowMs) + 1) * this.#windowMs);
   }
 
   get watermark(): number {
@@ -162,10 +244,13 @@ export class WindowStore {
    * batch (the watermark moves per batch, like a micro-batch engine's), so results do not depend on
    * which worker finished first.
    */
-  apply(result: DecodeResult, positions?: { start: number; end: number }): ApplyOutcome {
+  apply(result: DecodeResult, positions?: { start: number; end: number }, replay = false): ApplyOutcome {
     const late: ApplyOutcome['late'] = [];
     const overLimit: ApplyOutcome['overLimit'] = [];
     let accepted = 0;
+    let amended = 0;
+    let rebuilt = 0;
+    const kept = this.#kept;
     const cells = result.cells;
     const so = result.sketchOffsets;
     // Offsets of the accepted cells: the batch's event-time evidence (see StreamClock.observeCells),
@@ -183,7 +268,17 @@ export class WindowStore {
       const ws = cells[o + CELL.WINDOW_START]!;
       const count = cells[o + CELL.COUNT]!;
       if (isClosed(ws, this.#windowMs, this.#watermark)) {
-        late.push({ key, windowStart: ws, count });
+        if (kept === null) {
+          late.push({ key, windowStart: ws, count });
+          continue;
+        }
+        const cell = o / CELL.STRIDE;
+        const sk = so === undefined ? null : { pairs: result.sketchPairs!, from: so[cell]!, to: so[cell + 1]! };
+        const beyond = kept.merge(key, ws, this.#watermark, cells, o + CELL.COUNT, sk, replay, positions);
+        if (beyond === null) {
+          if (replay) rebuilt += count;
+          else amended += count;
+        } else late.push({ key, windowStart: ws, count, beyond });
         continue;
       }
       let sid = this.#sids.get(key);
@@ -247,7 +342,7 @@ export class WindowStore {
     if (positions !== undefined) this.#appliedEnd = positions.end;
     this.#clock.observeCells(cells, evidence.subarray(0, evidenceN));
     this.#watermark = Math.max(this.#watermark, this.#clock.streamMs - this.#latenessMs);
-    return { late, overLimit, accepted };
+    return { late, overLimit, accepted, amended, rebuilt };
   }
 
   #newSeries(key: string): number {
@@ -301,6 +396,8 @@ export class WindowStore {
     if (this.#appliedEnd === null) return null;
     let p = this.#appliedEnd;
     for (const [ws, pos] of this.#minPosition) if (this.#windows.has(ws) && pos < p) p = pos;
+    // Kept closed windows too: a restart must replay them whole to amend them again.
+    if (this.#kept !== null) p = Math.min(p, this.#kept.minPosition);
     return p;
   }
 
@@ -314,21 +411,43 @@ export class WindowStore {
     this.#clock.raise(ms + this.#latenessMs);
   }
 
-  /** Removes and returns every window the watermark has closed, oldest first. */
-  takeClosed(): ClosedCells {
-    return this.#take((ws) => isClosed(ws, this.#windowMs, this.#watermark));
+  /**
+   * Removes and returns every window the watermark has closed, oldest first. With amendment: first
+   * the rows amended since the last call (a new revision each), then the windows closed now (revision
+   * 0, `closedBy`), which are kept until the horizon passes them.
+   */
+  takeClosed(closedBy: ClosedBy = 'watermark'): ClosedCells {
+    const kept = this.#kept;
+    if (kept === null) return this.#take((ws) => isClosed(ws, this.#windowMs, this.#watermark));
+    const amended = kept.takeAmended();
+    const mins = new Map<number, number>();
+    const closed = this.#take((ws) => isClosed(ws, this.#windowMs, this.#watermark), mins);
+    kept.keep(closed, mins);
+    kept.expire(this.#watermark);
+    return ClosedCells.concat(amended, closed.withQuality(firstEmission(closed.length, closedBy)));
   }
 
-  /** End of a finite input: every window closes. */
-  takeAll(): ClosedCells {
-    return this.#take(() => true);
+  /** End of a finite input, or the lane closes: every window closes, and nothing is kept. */
+  takeAll(closedBy: ClosedBy = 'end_of_input'): ClosedCells {
+    const kept = this.#kept;
+    if (kept === null) return this.#take(() => true);
+    const amended = kept.takeAmended();
+    const closed = this.#take(() => true);
+    kept.clear();
+    return ClosedCells.concat(amended, closed.withQuality(firstEmission(closed.length, closedBy)));
+  }
+
+  /** The lane is gone: its kept windows leave the shared budget. */
+  dispose(): void {
+    this.#kept?.clear();
+    this.#unregister?.();
   }
 
   /**
    * Copies the closed windows' cells out into columns and frees their slots: a pass over typed arrays
    * with no object per cell (a million series close in tens of milliseconds, not most of a second).
    */
-  #take(pred: (ws: number) => boolean): ClosedCells {
+  #take(pred: (ws: number) => boolean, minPositions?: Map<number, number>): ClosedCells {
     const starts = [...this.#windows.keys()].filter(pred).sort((a, b) => a - b);
     let total = 0;
     for (const ws of starts) total += this.#windows.get(ws)!.n;
@@ -345,6 +464,8 @@ export class WindowStore {
       const win = this.#windows.get(ws)!;
       this.#lastWindowCells = Math.max(64, win.n + (win.n >> 3));
       this.#windows.delete(ws);
+      const minPos = this.#minPosition.get(ws);
+      if (minPositions !== undefined && minPos !== undefined) minPositions.set(ws, minPos);
       this.#minPosition.delete(ws);
       for (let j = 0; j < win.n; j++, i++) {
         const slot = win.slots[j]!;

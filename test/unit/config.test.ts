@@ -305,6 +305,8 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ GEN_SEED: '4294967296' }, 'GEN_SEED', '4294967296', INT(0, 4294967295)],
     [{ GEN_RATE: '-1' }, 'GEN_RATE', '-1', /number from 0 to/],
     [{ SHUTDOWN_TIMEOUT_SECONDS: '0' }, 'SHUTDOWN_TIMEOUT_SECONDS', '0', NUM(1, 3600)],
+    [{ LATE_RECORDS: 'drop' }, 'LATE_RECORDS', 'drop', /one of auto, dead-letter, amend/],
+    [{ LATE_RECORDS: 'amend', AMEND_HORIZON_SECONDS: '0' }, 'AMEND_HORIZON_SECONDS', '0', NUM(1, 2592000)],
     // SOURCE=redis (src/sources/redis/config.ts)
     [{ REDIS_URL: 'http://h:1' }, 'REDIS_URL', 'http://h:1', /redis:\/\/ or rediss:\/\//],
     [{ SOURCE: 'redis' }, 'REDIS_STREAMS', '', /needs at least one stream key/],

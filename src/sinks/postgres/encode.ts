@@ -11,6 +11,21 @@ export interface EncodeRow {
 
 /** The windows table's columns, in the order the COPY data holds them. */
 export const COPY_COLUMNS = 'series, period_start, duration_start, duration_end, count, sum, min, max, m2, partition, period, topic, unit, sketch, sketch_bin';
+/**
+ * With LATE_RECORDS=amend the rows carry quality columns (schema version 5), written after those;
+ * without, the COPY data stays what it was.
+ */
+export const QUALITY_COLUMNS = 'revision, closed_by, late_records';
+
+/** Whether rows carry quality columns (all of an engine's rows do, or none). */
+export function hasQuality(rows: readonly EncodeRow[]): boolean {
+  return rows.length > 0 && rows[0]!.row.revision !== undefined;
+}
+
+/** The columns of the COPY data encodeCopy makes of these rows. */
+export function copyColumns(rows: readonly EncodeRow[]): string {
+  return hasQuality(rows) ? `${COPY_COLUMNS}, ${QUALITY_COLUMNS}` : COPY_COLUMNS;
+}
 
 /** The stored m2 (sum of squared deviations) from the row's population stddev. */
 export function m2Of(r: StatsRow): number {
@@ -50,12 +65,14 @@ export function sketchBin(r: StatsRow): Buffer | null {
 /** The rows as COPY text: one line each, columns in COPY_COLUMNS order. */
 function copyData(rows: readonly EncodeRow[]): Buffer {
   let out = '';
+  const quality = hasQuality(rows);
   for (const { row: r, series } of rows) {
     const sketch = sketchJson(r);
     out +=
       `${series.id}\t${copyText(r.period_start)}\t${copyText(r.duration_start)}\t${copyText(r.duration_end)}\t` +
       `${r.count}\t${r.sum}\t${r.min}\t${r.max}\t${m2Of(r)}\t${r.partition ?? -1}\t${r.period}\t${copyText(r.topic ?? '')}\t` +
-      `${r.unit === null ? COPY_NULL : copyText(r.unit)}\t${sketch === null ? COPY_NULL : copyText(sketch)}\t${byteaText(sketchBin(r))}\n`;
+      `${r.unit === null ? COPY_NULL : copyText(r.unit)}\t${sketch === null ? COPY_NULL : copyText(sketch)}\t${byteaText(sketchBin(r))}` +
+      `${quality ? `\t${r.revision ?? 0}\t${r.closed_by === undefined ? COPY_NULL : r.closed_by}\t${r.late_records ?? 0}` : ''}\n`;
   }
   return Buffer.from(out, 'utf8');
 }
@@ -113,6 +130,7 @@ export function binaryProblem(r: StatsRow): string | null {
     if (typeof v !== 'string' || !Number.isFinite(isoMs(v))) return `${what} ${JSON.stringify(String(v).slice(0, 40))} is not an ISO 8601 timestamp`;
   }
   if (!Number.isSafeInteger(r.count) || r.count < 0) return `count ${r.count} is not a whole number of points`;
+  if (r.revision !== undefined && (!Number.isSafeInteger(r.revision) || r.revision < 0)) return `revision ${r.revision} is not a whole number`;
   if (!Number.isInteger(r.period) || r.period < 1 || r.period > 2 ** 31 - 1) return `period ${r.period} is not a whole number of seconds (1 .. 2^31-1)`;
   const p = r.partition ?? -1;
   if (!Number.isInteger(p) || p < -1 || p > 2 ** 31 - 1) return `partition ${p} is not a partition number`;
@@ -122,8 +140,9 @@ export function binaryProblem(r: StatsRow): string | null {
 /** The rows as binary COPY data, columns in COPY_COLUMNS order. Rows must pass binaryProblem(). */
 function copyDataBinary(rows: readonly EncodeRow[]): Buffer {
   const w = new BinaryCopyWriter(rows.length * 200);
+  const quality = hasQuality(rows);
   for (const { row: r, series } of rows) {
-    w.row(15);
+    w.row(quality ? 18 : 15);
     w.uuid(series.id);
     w.timestamp(isoMs(r.period_start));
     w.timestamp(isoMs(r.duration_start));
@@ -139,6 +158,11 @@ function copyDataBinary(rows: readonly EncodeRow[]): Buffer {
     w.text(r.unit);
     w.text(sketchJson(r), true);
     w.bytes(sketchBin(r));
+    if (quality) {
+      w.int8(r.revision ?? 0);
+      w.text(r.closed_by ?? null);
+      w.int8(r.late_records ?? 0);
+    }
   }
   return w.finish();
 }

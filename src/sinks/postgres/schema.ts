@@ -331,6 +331,17 @@ export const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 5: LATE_RECORDS=amend. A window's row is amended in place: its revision (0 for the first emission;
+  // an upsert never replaces a row with an older revision), how its window was closed, and the late
+  // records merged into it; rows written without amendment keep the defaults. A stored point names
+  // where the lane's kept closed windows start (kept_from_ms), so that a restart rebuilds exactly
+  // those from the replay. The view keeps the columns of version 1 (its readers select *): the
+  // quality columns are read from streamstats_windows.
+  `
+  ALTER TABLE streamstats_windows ADD COLUMN revision bigint NOT NULL DEFAULT 0,
+    ADD COLUMN closed_by text, ADD COLUMN late_records bigint NOT NULL DEFAULT 0;
+  ALTER TABLE streamstats_positions ADD COLUMN kept_from_ms double precision;
+  `,
 ];
 
 export const TABLES = {

@@ -42,10 +42,11 @@ export async function migrate(client: pg.ClientBase): Promise<number> {
 }
 
 const SAVE_POSITIONS = `
-INSERT INTO ${TABLES.positions} (group_id, topic, partition, next_offset, watermark_ms, applied_end, updated_at)
-SELECT $1, t.*, now() FROM unnest($2::text[], $3::int[], $4::int8[], $5::float8[], $6::int8[]) AS t
+INSERT INTO ${TABLES.positions} (group_id, topic, partition, next_offset, watermark_ms, applied_end, kept_from_ms, updated_at)
+SELECT $1, t.*, now() FROM unnest($2::text[], $3::int[], $4::int8[], $5::float8[], $6::int8[], $7::float8[]) AS t
 ON CONFLICT (group_id, topic, partition) DO UPDATE SET
-  next_offset = EXCLUDED.next_offset, watermark_ms = EXCLUDED.watermark_ms, applied_end = EXCLUDED.applied_end, updated_at = now()`;
+  next_offset = EXCLUDED.next_offset, watermark_ms = EXCLUDED.watermark_ms, applied_end = EXCLUDED.applied_end,
+  kept_from_ms = EXCLUDED.kept_from_ms, updated_at = now()`;
 
 /** Attempts of one transaction when it fails for a transient reason. */
 const WRITE_ATTEMPTS = 5;
@@ -219,8 +220,11 @@ export class PostgresSink implements Sink, PositionStore {
    * after a replay was seen.
    */
   async #transaction(client: pg.PoolClient, rows: readonly PreparedRow[], commits: readonly SinkCommit[], refused: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
+    // Amended rows (a revision above 0) are stored already: the COPY would fail on them, so they go
+    // straight the careful way, without making the groups after them careful too.
+    const amends = rows.some((r) => (r.row.revision ?? 0) > 0);
     if (this.#carefulGroups > 0 && rows.length > 0) this.#carefulGroups--;
-    else {
+    else if (!amends) {
       await client.query('BEGIN');
       try {
         if (rows.length > 0) {
@@ -238,7 +242,7 @@ export class PostgresSink implements Sink, PositionStore {
     }
     await ensureStaging(client);
     await client.query('BEGIN');
-    await this.#writeRows(client, rows, refused);
+    await this.#writeRows(client, rows, refused, amends);
     await this.#savePositions(client, commits);
     await client.query('COMMIT');
   }
@@ -307,11 +311,11 @@ export class PostgresSink implements Sink, PositionStore {
    * and the rows are bisected: log2(n) statements per bad row, all in the same transaction as the
    * commit points.
    */
-  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
+  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>, amends = false): Promise<void> {
     await client.query('SAVEPOINT streamstats_batch');
     try {
       await insertSeries(client, rows);
-      if (this.#carefulGroups > 0) await upsertCopy(client, rows);
+      if (this.#carefulGroups > 0 || amends) await upsertCopy(client, rows);
       else {
         try {
           await client.query('SAVEPOINT streamstats_copy');
@@ -364,16 +368,20 @@ export class PostgresSink implements Sink, PositionStore {
       values: [
         this.#groupId, commits.map((c) => c.topic), commits.map((c) => c.partition), commits.map((c) => c.point.position),
         commits.map((c) => (Number.isFinite(c.point.watermarkMs) ? c.point.watermarkMs : 0)), commits.map((c) => c.point.appliedEnd),
+        commits.map((c) => c.point.keptFromMs ?? null),
       ],
     });
   }
 
   async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
-    const { rows } = await this.#pool.query<{ partition: number; next_offset: string; watermark_ms: number; applied_end: string }>(
-      `SELECT partition, next_offset, watermark_ms, applied_end FROM ${TABLES.positions} WHERE group_id = $1 AND topic = $2 AND partition = ANY($3::int[])`,
+    const { rows } = await this.#pool.query<{ partition: number; next_offset: string; watermark_ms: number; applied_end: string; kept_from_ms: number | null }>(
+      `SELECT partition, next_offset, watermark_ms, applied_end, kept_from_ms FROM ${TABLES.positions} WHERE group_id = $1 AND topic = $2 AND partition = ANY($3::int[])`,
       [this.#groupId, topic, partitions],
     );
-    return new Map(rows.map((r) => [r.partition, { position: Number(r.next_offset), watermarkMs: r.watermark_ms, appliedEnd: Number(r.applied_end) }]));
+    return new Map(rows.map((r) => {
+      const point = { position: Number(r.next_offset), watermarkMs: r.watermark_ms, appliedEnd: Number(r.applied_end) };
+      return [r.partition, r.kept_from_ms === null ? point : { ...point, keptFromMs: r.kept_from_ms }];
+    }));
   }
 
   get pool(): pg.Pool {

@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import type { StatsRow } from '../../windows/row.js';
 import { copyFrom } from './copy.js';
-import { COPY_COLUMNS, encodeCopy, m2Of, sketchBin, sketchJson, type CopyFormat, type EncodeRow } from './encode.js';
+import { copyColumns, encodeCopy, hasQuality, m2Of, sketchBin, sketchJson, type CopyFormat, type EncodeRow } from './encode.js';
 import type { SeriesRef } from './identity.js';
 import { TABLES } from './schema.js';
 
@@ -17,7 +17,6 @@ export interface PreparedRow extends EncodeRow {
   readonly series: SeriesRef;
 }
 
-const COLUMNS = COPY_COLUMNS;
 const FORMAT_OPTION: Readonly<Record<CopyFormat, string>> = { binary: ' WITH (FORMAT binary)', text: '' };
 
 export type { CopyFormat };
@@ -25,6 +24,17 @@ const KEY = 'series, period_start, partition, topic';
 const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration_end = EXCLUDED.duration_end, count = EXCLUDED.count,
   sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit,
   sketch = EXCLUDED.sketch, sketch_bin = EXCLUDED.sketch_bin, updated_at = now()`;
+/**
+ * Rows with quality columns (LATE_RECORDS=amend): an amendment replaces the stored row whole (the
+ * engine merged the late records into the full window), never with an older revision (a replayed
+ * first emission written again after the row was amended).
+ */
+const UPDATE_REVISED = `${UPDATE}, revision = EXCLUDED.revision, closed_by = EXCLUDED.closed_by, late_records = EXCLUDED.late_records
+  WHERE ${TABLES.windows}.revision <= EXCLUDED.revision`;
+
+function updateOf(rows: readonly PreparedRow[]): string {
+  return hasQuality(rows) ? UPDATE_REVISED : UPDATE;
+}
 
 const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby, unit)
 SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[]) ON CONFLICT (id) DO NOTHING`;
@@ -47,7 +57,7 @@ export async function insertSeries(client: pg.ClientBase, rows: readonly Prepare
 
 /** COPY straight into the table: the fast path for rows not stored yet; a stored one fails it with 23505. */
 export async function insertCopy(client: pg.ClientBase, rows: readonly PreparedRow[], format: CopyFormat = 'binary'): Promise<void> {
-  await copyFrom(client, `COPY ${TABLES.windows} (${COLUMNS}) FROM STDIN${FORMAT_OPTION[format]}`, encodeCopy(rows, format));
+  await copyFrom(client, `COPY ${TABLES.windows} (${copyColumns(rows)}) FROM STDIN${FORMAT_OPTION[format]}`, encodeCopy(rows, format));
 }
 
 const STAGING = 'pg_temp.streamstats_staging';
@@ -63,29 +73,36 @@ export async function ensureStaging(client: pg.ClientBase): Promise<void> {
   staged.add(client);
 }
 
-const UPSERT_STAGED = `INSERT INTO ${TABLES.windows} (${COLUMNS}) SELECT ${COLUMNS} FROM ${STAGING}
-ON CONFLICT (${KEY}) ${UPDATE}`;
-
 /** COPY into the staging table, then one upsert from it. At most once per transaction (staging empties at commit). */
 export async function upsertCopy(client: pg.ClientBase, rows: readonly PreparedRow[], format: CopyFormat = 'binary'): Promise<void> {
-  await copyFrom(client, `COPY ${STAGING} (${COLUMNS}) FROM STDIN${FORMAT_OPTION[format]}`, encodeCopy(rows, format));
-  await client.query(UPSERT_STAGED);
+  const columns = copyColumns(rows);
+  await copyFrom(client, `COPY ${STAGING} (${columns}) FROM STDIN${FORMAT_OPTION[format]}`, encodeCopy(rows, format));
+  await client.query(`INSERT INTO ${TABLES.windows} (${columns}) SELECT ${columns} FROM ${STAGING}
+ON CONFLICT (${KEY}) ${updateOf(rows)}`);
 }
 
-const UPSERT_UNNEST = `INSERT INTO ${TABLES.windows} (${COLUMNS})
-SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::int8[], $6::float8[], $7::float8[],
-  $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::jsonb[], $15::bytea[])
+const UNNEST = `unnest($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::int8[], $6::float8[], $7::float8[],
+  $8::float8[], $9::float8[], $10::int[], $11::int[], $12::text[], $13::text[], $14::jsonb[], $15::bytea[]`;
+const UPSERT_UNNEST = `INSERT INTO ${TABLES.windows} (${copyColumns([])})
+SELECT * FROM ${UNNEST})
 ON CONFLICT (${KEY}) ${UPDATE}`;
+const UPSERT_UNNEST_REVISED = `INSERT INTO ${TABLES.windows} (${copyColumns([])}, revision, closed_by, late_records)
+SELECT * FROM ${UNNEST}, $16::int8[], $17::text[], $18::int8[])
+ON CONFLICT (${KEY}) ${UPDATE_REVISED}`;
 
 /** One upsert statement with the rows as arrays (what version 1 did for every emission). */
 export async function upsertUnnest(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
-  const cols: unknown[][] = Array.from({ length: 15 }, () => new Array(rows.length));
+  const quality = hasQuality(rows);
+  const cols: unknown[][] = Array.from({ length: quality ? 18 : 15 }, () => new Array(rows.length));
   rows.forEach(({ row: r, series }, i) => {
     const vals = [
       series.id, r.period_start, r.duration_start, r.duration_end, r.count, r.sum, r.min, r.max, m2Of(r),
       r.partition ?? -1, r.period, r.topic ?? '', r.unit, sketchJson(r), sketchBin(r),
     ];
+    if (quality) vals.push(r.revision ?? 0, r.closed_by ?? null, r.late_records ?? 0);
     for (let c = 0; c < vals.length; c++) cols[c]![i] = vals[c];
   });
-  await client.query({ name: 'streamstats_upsert_unnest', text: UPSERT_UNNEST, values: cols });
+  await client.query(quality
+    ? { name: 'streamstats_upsert_unnest_revised', text: UPSERT_UNNEST_REVISED, values: cols }
+    : { name: 'streamstats_upsert_unnest', text: UPSERT_UNNEST, values: cols });
 }

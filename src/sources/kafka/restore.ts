@@ -93,7 +93,8 @@ export function planRestore(tp: TopicPartition, s: RestoreState, from: 'earliest
   if (pos !== undefined) {
     // The sink's position was written with its rows: it, not the group's commit, is the truth.
     const seekTo = c === undefined || c.offset !== pos.position ? pos.position : null;
-    return { init: { identity: tp, watermarkMs: pos.watermarkMs, appliedEnd: pos.appliedEnd }, start: pos.position, hw, seekTo, from: 'sink' };
+    const init = { identity: tp, watermarkMs: pos.watermarkMs, appliedEnd: pos.appliedEnd };
+    return { init: pos.keptFromMs === undefined ? init : { ...init, keptFromMs: pos.keptFromMs }, start: pos.position, hw, seekTo, from: 'sink' };
   }
   const meta = c?.meta ?? null;
   // kafkajs reports "no commit" as offset -1.

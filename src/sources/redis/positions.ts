@@ -43,9 +43,10 @@ export async function readPosition(redis: RedisConn, groupId: string, lane: Lane
   const raw = text(await redis.send(['HGET', keys(groupId).commits, field(lane)]));
   if (raw === '') return null;
   try {
-    const m = JSON.parse(raw) as Partial<{ v: number; position: number; wm: number; hi: number }>;
+    const m = JSON.parse(raw) as Partial<{ v: number; position: number; wm: number; hi: number; kf: number }>;
     if (m.v === 1 && typeof m.position === 'number' && typeof m.wm === 'number' && typeof m.hi === 'number') {
-      return { position: m.position, watermarkMs: m.wm, appliedEnd: m.hi };
+      const point = { position: m.position, watermarkMs: m.wm, appliedEnd: m.hi };
+      return typeof m.kf === 'number' ? { ...point, keptFromMs: m.kf } : point;
     }
   } catch {
     // Not ours: the lane starts without a boundary.
@@ -56,7 +57,7 @@ export async function readPosition(redis: RedisConn, groupId: string, lane: Lane
 /** Stores a lane's point unless the sink already did (in its own transaction). */
 export async function writePosition(redis: RedisConn, groupId: string, lane: LaneKey, sink: PositionStore | undefined, p: CommitPoint): Promise<void> {
   if (sink !== undefined) return;
-  const meta = { v: 1, position: p.position, wm: Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, hi: p.appliedEnd };
+  const meta = { v: 1, position: p.position, wm: Number.isFinite(p.watermarkMs) ? p.watermarkMs : 0, hi: p.appliedEnd, ...(p.keptFromMs === undefined ? {} : { kf: p.keptFromMs }) };
   await redis.send(['HSET', keys(groupId).commits, field(lane), JSON.stringify(meta)]);
 }
 

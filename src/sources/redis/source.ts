@@ -216,7 +216,8 @@ export class RedisSource {
     const positions = new LanePositions(seg.segments, seg.mark, stored === null ? 0 : Math.max(stored.position, stored.appliedEnd));
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.partition };
-    lanes.open(id, stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd });
+    const restored = stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd };
+    lanes.open(id, stored?.keptFromMs === undefined ? restored : { ...restored, keptFromMs: stored.keptFromMs });
     const lane: StreamLane = { ...key, id, own, cursor: '0', lastId: '0', restoredPosition: stored?.position ?? 0, restoredAppliedEnd: stored?.appliedEnd ?? -1, caughtUp: false, loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
