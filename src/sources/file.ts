@@ -63,9 +63,9 @@ export class StreamSource implements PullSource {
         full();
       },
       (chunk, spans, count) => {
-        for (let k = 0; k < 2 * count; k += 2) {
-          builder.push(chunk, spans[k]!, spans[k + 1]!);
-          if (builder.count >= batchSize || builder.bytes >= batchMaxBytes) ready.push(recycler.track({ lane: 0, ...builder.take() }));
+        for (let k = 0; k < 2 * count; ) {
+          k = builder.pushSpans(chunk, spans, k, 2 * count, batchSize, batchMaxBytes);
+          full();
         }
       },
     );
