@@ -9,9 +9,12 @@
 //   (g) the peer exactly_once_v2, (h) streamstats SINK=postgres://... (a fresh schema per run);
 //   these are done when every row is in the output (the output topic's end, read_committed, stops
 //   at the expected rows; the PostgreSQL transactions are committed), and (c) is timed that way too.
-// After the N points, every partition gets one "flush" point an hour later in event time, so that
-// every workload window closes in both engines (the peer's suppress emits a window only once stream
-// time passes its end + grace) and the expected rows are known: one per (series, window).
+// After the N points, every partition gets WATERMARK_CONFIRM_RECORDS "flush" points an hour later in
+// event time, so that every workload window closes in both engines (the peer's suppress emits a window
+// only once stream time passes its end + grace) and the expected rows are known: one per (series,
+// window). The load is given its GEN_START (loadWorkload), so the replay that places the flush points
+// and counts the rows has the topic's event times, and every run checks that each engine took every
+// record and flush point on time.
 // Every run is timed on the parent's clock, from spawn to the last message processed, and from the
 // first message seen to the last (which leaves out the group join). The scenario also exports the
 // helpers that scenario 6 (sustained.ts) uses: broker checks, topics, an engine process with /metrics.
@@ -106,50 +109,104 @@ async function messagesIn(topic: string): Promise<number> {
   }
 }
 
-/** Loads the topic with `node dist/src/tools/produce.js`, as a user would. */
-export async function loadTopic(topic: string, count: number, partitions: number): Promise<number> {
-  const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [PRODUCE], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: topic, GEN_COUNT: String(count), PRODUCE_PARTITIONS: String(partitions), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`streamstats-produce exited with ${code}: ${err.slice(-1000)}`))));
-  });
-  return (performance.now() - t0) / 1000;
+/** The flush points lie this far after the workload's last point in event time (past every workload window's end + grace). */
+const FLUSH_AFTER_MS = 3_600_000;
+/** The workload and its flush points end at least this long before the load starts (none is in the future). */
+const PAST_MARGIN_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/** The topic a scenario reads: seed-000 points on a timeline the scenario chose, then the flush points. */
+export interface Workload {
+  readonly loadSeconds: number;
+  /** GEN_START given to streamstats-produce. */
+  readonly startMs: number;
+  readonly maxTsMs: number;
+  /** The rows both engines must write: one per (series, 60 s window) of the workload. */
+  readonly rows: number;
+  readonly flushMs: number;
+  /** Records after the workload's: their windows stay open, so they write no row. */
+  readonly flushPoints: number;
+}
+
+/** What a run must account for: its rows, and the flush points it must apply after the workload's records. */
+export type WorkloadRows = Pick<Workload, 'rows' | 'flushPoints'>;
+
+/** The generator's settings for the workload: seed 000, the defaults, GEN_COUNT=count, the first round at startMs. */
+function workloadGenerator(count: number, startMs: number): ReturnType<typeof parseConfig>['generator'] {
+  return { ...parseConfig({ SOURCE: 'kafka', KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: 'workload', GEN_COUNT: String(count) }).generator, startMs };
 }
 
 /**
- * The workload streamstats-produce writes (seed 000 with the generator defaults and GEN_COUNT=count),
- * replayed here: the number of (series, 60 s window) cells, i.e. the rows both engines must write,
- * and the largest event time.
+ * Where the workload starts: the built-in generator's fixed GEN_START moved on by whole days, so the
+ * (series, 60 s window) cells, and the hours of PostgreSQL's rollups, are those of the fixed timeline
+ * in every run, and as late as lets the workload and its flush points end before now (no point in the
+ * future, every output record's timestamp within the topics' retention). Left to itself,
+ * streamstats-produce ends an empty topic's timeline now, which a replay on GEN_START's default does
+ * not know: its flush points lay years behind the workload, late in both engines.
  */
-export function workloadCells(topic: string, count: number): { rows: number; maxTsMs: number } {
-  const gen = parseConfig({ SOURCE: 'kafka', KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: topic, GEN_COUNT: String(count) }).generator;
+export function workloadStart(count: number, nowMs: number): number {
+  const gen = workloadGenerator(count, 0);
+  const rounds = Math.max(1, Math.ceil(count / (gen.metrics * gen.hosts)));
+  const fixed = parseConfig({ SOURCE: 'kafka', KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: 'workload' }).generator.startMs;
+  // generatePoints jitters a point up to min(1000, interval) ms after its round's time.
+  const lastMs = fixed + (rounds - 1) * gen.intervalMs + Math.min(1000, gen.intervalMs);
+  return fixed + Math.floor((nowMs - PAST_MARGIN_MS - FLUSH_AFTER_MS - lastMs) / DAY_MS) * DAY_MS;
+}
+
+/**
+ * Loads the topic with `node dist/src/tools/produce.js`, as a user would, with GEN_START set: the
+ * event times its closing line reports come back, to be checked against the replay.
+ */
+export async function loadTopic(topic: string, count: number, partitions: number, startMs: number): Promise<{ seconds: number; firstMs: number; lastMs: number }> {
+  const t0 = performance.now();
+  const err = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, [PRODUCE], {
+      env: {
+        PATH: process.env.PATH, HOME: process.env.HOME, KAFKA_BROKERS: BROKERS, KAFKA_TOPICS: topic, GEN_COUNT: String(count), GEN_START: new Date(startMs).toISOString(),
+        PRODUCE_PARTITIONS: String(partitions), LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let text = '';
+    child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`streamstats-produce exited with ${code}: ${text.slice(-1000)}`))));
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const times = /event times (\S+) \.\. (\S+)/.exec(err);
+  if (times === null) throw new Error(`streamstats-produce did not report its event times: ${err.slice(-1000)}`);
+  return { seconds, firstMs: Date.parse(times[1]!), lastMs: Date.parse(times[2]!) };
+}
+
+/**
+ * The workload streamstats-produce writes from startMs, replayed here: the number of (series, 60 s
+ * window) cells, i.e. the rows both engines must write, and the smallest and largest event time.
+ */
+export function workloadCells(count: number, startMs: number): { rows: number; minTsMs: number; maxTsMs: number } {
   const cells = new Set<string>();
+  let minTsMs = Infinity;
   let maxTsMs = -Infinity;
-  for (const p of generatePoints(gen)) {
+  for (const p of generatePoints(workloadGenerator(count, startMs))) {
     cells.add(`${p.name}|${p.host}|${Math.floor(p.timestamp / 60_000)}`);
+    if (p.timestamp < minTsMs) minTsMs = p.timestamp;
     if (p.timestamp > maxTsMs) maxTsMs = p.timestamp;
   }
-  return { rows: cells.size, maxTsMs };
+  return { rows: cells.size, minTsMs, maxTsMs };
 }
 
 /**
  * Monasca points per partition from tsMs on, in a series of their own: as many as streamstats' watermark
  * needs to confirm a jump (WATERMARK_CONFIRM_RECORDS), so they close every earlier window in both engines.
  */
-export async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<void> {
+export async function appendFlushPoints(topic: string, partitions: number, tsMs: number): Promise<number> {
   const producer = kafkaClient(BROKERS.split(','), 'streamstats-bench').producer();
+  const count = partitions * WINDOW_STORE_DEFAULTS.confirmRecords;
   await producer.connect();
   try {
     await producer.send({
       topic,
       acks: -1,
-      messages: Array.from({ length: partitions * WINDOW_STORE_DEFAULTS.confirmRecords }, (_, i) => ({
+      messages: Array.from({ length: count }, (_, i) => ({
         partition: i % partitions,
         key: `${FLUSH_NAME}|${i % partitions}`,
         value: JSON.stringify({ metric: { name: FLUSH_NAME, dimensions: { hostname: `flush_${i % partitions}` }, timestamp: tsMs + Math.floor(i / partitions), value: 0 }, meta: { tenantId: 'bench', region: 'RegionOne' } }),
@@ -158,6 +215,27 @@ export async function appendFlushPoints(topic: string, partitions: number, tsMs:
   } finally {
     await producer.disconnect();
   }
+  return count;
+}
+
+/**
+ * The workload into the topic, then the flush points an hour after its last point, every one in the
+ * past. Fails when the event times streamstats-produce wrote are not the replay's (the expected rows
+ * and the flush points would be wrong) or the topic does not hold exactly the records sent.
+ */
+export async function loadWorkload(topic: string, count: number, partitions: number): Promise<Workload> {
+  const startMs = workloadStart(count, Date.now());
+  const load = await loadTopic(topic, count, partitions, startMs);
+  const cells = workloadCells(count, startMs);
+  if (load.firstMs !== cells.minTsMs || load.lastMs !== cells.maxTsMs) {
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    throw new Error(`streamstats-produce wrote event times ${iso(load.firstMs)} .. ${iso(load.lastMs)} into ${topic}, the replay has ${iso(cells.minTsMs)} .. ${iso(cells.maxTsMs)}: the expected rows and the flush points would be wrong`);
+  }
+  const flushMs = cells.maxTsMs + FLUSH_AFTER_MS;
+  const flushPoints = await appendFlushPoints(topic, partitions, flushMs);
+  const stored = await messagesIn(topic);
+  if (stored !== count + flushPoints) throw new Error(`topic ${topic} holds ${stored} messages, expected ${count} + ${flushPoints} flush points`);
+  return { loadSeconds: load.seconds, startMs, maxTsMs: cells.maxTsMs, rows: cells.rows, flushMs, flushPoints };
 }
 
 export { metricMax, metricSum, type Metrics };
@@ -267,8 +345,22 @@ function runConsumer(kind: ConsumeVariant, topic: string, n: number, nodeFlags: 
 interface EngineOutput {
   /** Rows the run must write: every (series, window) of the workload. */
   readonly rows: number;
+  /** Records after the n of the workload, every one to be applied (on time, so they move the watermark). */
+  readonly flushPoints: number;
   /** Observe this output topic's end (the same observer as the peer's); else windows_emitted_total. */
   readonly topic?: string;
+}
+
+/**
+ * Every record of the topic applied, none late or refused; fails with the counts by result otherwise.
+ * A flush point dead-lettered as late would leave the last windows to the idle flush
+ * (IDLE_FLUSH_SECONDS after the last record) inside the timed span, or the rows short.
+ */
+function accountFor(ms: Metrics, n: number, flushPoints: number, vars: Readonly<Record<string, string>>): void {
+  const ok = metricSum(ms, 'streamstats_records_total', { result: 'ok' });
+  if (ok === n + flushPoints && metricSum(ms, 'streamstats_records_total') === ok) return;
+  const results = (ms.get('streamstats_records_total') ?? []).filter((m) => m.value > 0).map((m) => `${m.labels.result ?? '?'}=${m.value}`).join(', ');
+  throw new Error(`streamstats applied ${ok} of ${n} records + ${flushPoints} flush points (records_total: ${results}): the rows would not be the workload's (${JSON.stringify(vars)})`);
 }
 
 /**
@@ -298,8 +390,9 @@ export async function runEngine(
     for (;;) {
       const ms = await e.scrape();
       const now = performance.now();
+      if (metricSum(ms, 'streamstats_records_total') >= n + output.flushPoints) accountFor(ms, n, output.flushPoints, vars);
       if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) first = now;
-      if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n) {
+      if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n + output.flushPoints) {
         last = now;
         threads = metricSum(ms, 'streamstats_pool_threads');
       }
@@ -314,7 +407,9 @@ export async function runEngine(
       if (e.child.exitCode !== null) throw new Error('streamstats exited before applying every record');
       await sleep(POLL_MS);
     }
-    const rows = metricSum(await e.scrape(), 'streamstats_windows_emitted_total');
+    const final = await e.scrape();
+    const rows = metricSum(final, 'streamstats_windows_emitted_total');
+    accountFor(final, n, output.flushPoints, vars);
     const s = await e.stop();
     if (s.code !== 0) throw new Error(`streamstats exited with ${s.code} after SIGTERM:\n${s.stderrTail}`);
     return {
@@ -350,11 +445,11 @@ function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: 
 }
 
 /** Variant (d)/(e): streamstats to a fresh output topic (deleted after the run). */
-async function runEngineToKafka(topic: string, n: number, dir: string, rows: number, exactlyOnce: boolean): Promise<Sample> {
+async function runEngineToKafka(topic: string, n: number, dir: string, w: WorkloadRows, exactlyOnce: boolean): Promise<Sample> {
   const out = uid('ss-bench-out');
   await createTopic(out, PARTITIONS);
   try {
-    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}) }, { rows, topic: out });
+    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}) }, { rows: w.rows, flushPoints: w.flushPoints, topic: out });
     return sinkSample(n, r);
   } finally {
     await deleteTopics([out]);
@@ -365,14 +460,14 @@ async function runEngineToKafka(topic: string, n: number, dir: string, rows: num
  * Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored
  * row, and per row: the engine's CPU, its server backends' CPU and the WAL (bench/lib/pg-cost.ts).
  */
-export async function runEngineToPostgres(topic: string, n: number, dir: string, rows: number): Promise<Sample> {
+export async function runEngineToPostgres(topic: string, n: number, dir: string, w: WorkloadRows): Promise<Sample> {
   const { schema, url } = await createPgSchema('ss_bench_e2e');
   try {
     const probe = await PgCostProbe.start(PG_URL, schema, { clientParent: process.pid });
-    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema) }, { rows });
+    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema) }, { rows: w.rows, flushPoints: w.flushPoints });
     const cost = await probe.stop();
     const stored = await pgTableStats(schema, TABLES.statistics, [TABLES.windows, TABLES.series, TABLES.rollups]);
-    if (stored.rows < rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${rows}`);
+    if (stored.rows < w.rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${w.rows}`);
     return sinkSample(n, r, {
       storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows, ...pgCostPerRow(cost, stored.rows),
     });
@@ -387,7 +482,8 @@ export async function runEngineToPostgres(topic: string, n: number, dir: string,
  * first fetch follows), "last" is the output topic's end settling at the expected rows or more, read
  * by the same observer as (d)/(e).
  */
-async function runPeer(topic: string, n: number, rows: number, guarantee: PeerGuarantee): Promise<Sample> {
+async function runPeer(topic: string, n: number, w: WorkloadRows, guarantee: PeerGuarantee): Promise<Sample> {
+  const rows = w.rows;
   const out = uid('ss-bench-out');
   const applicationId = uid('ss-bench-ks');
   const stateDir = mkdtempSync(join(tmpdir(), 'streamstats-bench-kstreams-'));
@@ -416,6 +512,8 @@ async function runPeer(topic: string, n: number, rows: number, guarantee: PeerGu
     if (s.stopped.droppedRecords > 0 || s.stopped.rejected > 0) {
       throw new Error(`kstreams peer (${guarantee}) dropped ${s.stopped.droppedRecords} and rejected ${s.stopped.rejected} records: the rows would differ from streamstats'`);
     }
+    // At least once may parse a record twice after a rebalance, never fewer than the topic holds.
+    if (s.stopped.parsed < n + w.flushPoints) throw new Error(`kstreams peer (${guarantee}) parsed ${s.stopped.parsed} records of ${n} + ${w.flushPoints} flush points`);
     return toSample(n, {
       startToLast: (last - peer.spawnedAt) / 1000,
       firstToLast: (last - first) / 1000,
@@ -532,15 +630,10 @@ export const kafkaE2eScenario: Scenario = {
     let rows = NaN;
     try {
       ctx.log(`  kafka-e2e: loading ${fmt.int(n)} messages into ${topic} (${partitions} partitions) with streamstats-produce, + ${partitions * WINDOW_STORE_DEFAULTS.confirmRecords} flush points`);
-      const loadSeconds = await loadTopic(topic, n, partitions);
-      const workload = workloadCells(topic, n);
-      const flushMs = workload.maxTsMs + 3_600_000;
-      await appendFlushPoints(topic, partitions, flushMs);
-      const stored = await messagesIn(topic);
-      const flush = partitions * WINDOW_STORE_DEFAULTS.confirmRecords;
-      if (stored !== n + flush) throw new Error(`kafka-e2e: topic ${topic} holds ${stored} messages, expected ${n} + ${flush}`);
+      const workload = await loadWorkload(topic, n, partitions);
+      const loadSeconds = workload.loadSeconds;
       const expectedRows = workload.rows;
-      ctx.log(`  kafka-e2e: loaded in ${fmt.secs(loadSeconds)} s; every run must write ${fmt.int(expectedRows)} rows`);
+      ctx.log(`  kafka-e2e: loaded in ${fmt.secs(loadSeconds)} s, event times from ${new Date(workload.startMs).toISOString()}, flush points at ${new Date(workload.flushMs).toISOString()}; every run must write ${fmt.int(expectedRows)} rows`);
       const variants: Variant[] = [
         { id: 'bare', label: '(a) bare kafkajs consumer (count + resolveOffset)', config: { consumer: 'kafkajs eachBatch, autoCommit off' }, run: async () => toSample(n, await runConsumer('bare', topic, n)) },
         { id: 'naive', label: '(b) naive kafkajs consumer (JSON.parse + Map aggregate)', config: { consumer: 'kafkajs eachBatch + JSON.parse + Map' }, run: async () => toSample(n, await runConsumer('naive', topic, n)) },
@@ -549,7 +642,7 @@ export const kafkaE2eScenario: Scenario = {
           label: '(c) streamstats (SOURCE=kafka, defaults)',
           config: { SOURCE: 'kafka', SINK: 'file:/dev/null', KAFKA_GROUP_ID: 'fresh per run' },
           run: async () => {
-            const r = await runEngine(topic, n, scratch.dir, {}, { rows: expectedRows });
+            const r = await runEngine(topic, n, scratch.dir, {}, workload);
             threads = r.threads;
             rows = r.rows;
             return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r) } });
@@ -559,31 +652,31 @@ export const kafkaE2eScenario: Scenario = {
           id: 'ss-kafka',
           label: '(d) streamstats SINK=kafka (at least once)',
           config: { SOURCE: 'kafka', SINK: 'kafka', OUTPUT_TOPIC: 'fresh per run', KAFKA_GROUP_ID: 'fresh per run' },
-          run: () => runEngineToKafka(topic, n, scratch.dir, expectedRows, false),
+          run: () => runEngineToKafka(topic, n, scratch.dir, workload, false),
         },
         {
           id: 'ss-kafka-eos',
           label: '(e) streamstats SINK=kafka EXACTLY_ONCE=true',
           config: { SOURCE: 'kafka', SINK: 'kafka', EXACTLY_ONCE: 'true', OUTPUT_TOPIC: 'fresh per run', KAFKA_GROUP_ID: 'fresh per run' },
-          run: () => runEngineToKafka(topic, n, scratch.dir, expectedRows, true),
+          run: () => runEngineToKafka(topic, n, scratch.dir, workload, true),
         },
         {
           id: 'peer',
           label: '(f) Kafka Streams peer, at_least_once',
           config: { app: 'bench/kstreams (kafka-streams 3.9.1)', PROCESSING_GUARANTEE: 'at_least_once', STREAM_THREADS: 2, COMMIT_INTERVAL_MS: 1000 },
-          run: () => runPeer(topic, n, expectedRows, 'at_least_once'),
+          run: () => runPeer(topic, n, workload, 'at_least_once'),
         },
         {
           id: 'peer-eos',
           label: '(g) Kafka Streams peer, exactly_once_v2',
           config: { app: 'bench/kstreams (kafka-streams 3.9.1)', PROCESSING_GUARANTEE: 'exactly_once_v2', STREAM_THREADS: 2, COMMIT_INTERVAL_MS: 100 },
-          run: () => runPeer(topic, n, expectedRows, 'exactly_once_v2'),
+          run: () => runPeer(topic, n, workload, 'exactly_once_v2'),
         },
         {
           id: 'ss-postgres',
           label: '(h) streamstats SINK=postgres://...',
           config: { SOURCE: 'kafka', SINK: 'postgres://<STREAMSTATS_BENCH_PG>?options=-c search_path=<fresh schema>', KAFKA_GROUP_ID: 'fresh per run' },
-          run: () => runEngineToPostgres(topic, n, scratch.dir, expectedRows),
+          run: () => runEngineToPostgres(topic, n, scratch.dir, workload),
         },
       ];
       const results = await alternate('kafka-e2e', variants, protocol, ctx.log);
@@ -665,7 +758,8 @@ export const kafkaE2eScenario: Scenario = {
         `## ${this.title}`,
         '',
         `A topic of ${fmt.int(n)} seed-000 Monasca points (1000 names x 4 hosts, ${partitions} partitions, keyed by series, no compression), loaded once for the run with ` +
-          `\`KAFKA_TOPICS=<random> GEN_COUNT=${n} PRODUCE_PARTITIONS=${partitions} node dist/src/tools/produce.js\` (${fmt.secs(loadSeconds)} s) and deleted at the end, ` +
+          `\`KAFKA_TOPICS=<random> GEN_COUNT=${n} GEN_START=${new Date(workload.startMs).toISOString()} PRODUCE_PARTITIONS=${partitions} node dist/src/tools/produce.js\` (${fmt.secs(loadSeconds)} s) and deleted at the end ` +
+          '(GEN_START: the built-in generator\'s fixed timeline moved on by whole days, to end with its flush points before now, so the windows are those of the fixed timeline and the replay that counts the rows knows them), ' +
           `followed by ${WINDOW_STORE_DEFAULTS.confirmRecords} flush points per partition an hour later in event time (below). ` +
           'Every run is a fresh child process with a fresh consumer group reading from the beginning, on the local single-node broker (same machine: the broker, and PostgreSQL for (h), share the 2 CPUs). ' +
           `${protocol.warmup} warm-up + ${protocol.runs} measured rounds, the eight variants alternated (a b c d e f g h a b ...)${ctx.mode === 'quick' ? ' (quick mode: 3 rounds instead of 5, to keep the run short)' : ''}.`,
@@ -749,7 +843,9 @@ export const kafkaE2eScenario: Scenario = {
         config: {
           topic: 'random, deleted after',
           messages: n,
-          flushPoints: partitions * WINDOW_STORE_DEFAULTS.confirmRecords,
+          flushPoints: workload.flushPoints,
+          genStart: new Date(workload.startMs).toISOString(),
+          flushAt: new Date(workload.flushMs).toISOString(),
           expectedRows,
           partitions,
           brokers: BROKERS,

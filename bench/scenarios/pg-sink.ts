@@ -14,8 +14,7 @@ import { variant, type Scenario } from '../lib/scenario.js';
 import type { PgWriteResult, WritePath } from '../child/pg-write.js';
 import { PG_URL } from '../lib/outputs.js';
 import { PgCostProbe, pgCostPerRow } from '../lib/pg-cost.js';
-import { appendFlushPoints, createTopic, deleteTopic, loadTopic, requireBroker, runEngine, runEngineToPostgres, uid, workloadCells } from './kafka-e2e.js';
-import { WINDOW_STORE_DEFAULTS } from '../../src/windows/store.js';
+import { createTopic, deleteTopic, loadWorkload, requireBroker, runEngine, runEngineToPostgres, uid, type Workload } from './kafka-e2e.js';
 
 const BASE_URL = process.env.STREAMSTATS_BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
 const POINTS = 690_000;
@@ -69,35 +68,57 @@ function relationTable(r: VariantResult): string {
 
 const KAFKA_PARTITIONS = 4;
 
+/**
+ * Records/s to the last row beside CPU per row, each variant: the engine process (every thread, start
+ * to exit), its PostgreSQL backends, both; and the sink's own, (h) less (c) of the same round.
+ */
+function kafkaCpuTable(file: VariantResult, pgRun: VariantResult): string {
+  const perRound = (k: string): number[] => pgRun.samples.map((x, i) => x.extra![k]! - file.samples[i]!.extra![k]!);
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const row = (r: VariantResult): string =>
+    `| ${r.label} | ${fmt.int(r.recordsPerSecond.median)} | ${fmt.int(r.recordsPerSecond.min)}-${fmt.int(r.recordsPerSecond.max)} | ${us(med(r, 'cpuUsPerRow'))} | ${us(med(r, 'serverCpuUsPerRow'))} | ${us(med(r, 'cpuUsPerRow') + med(r, 'serverCpuUsPerRow'))} |`;
+  const own = perRound('cpuUsPerRow');
+  return [
+    '| variant | records/s to the last row (median) | range | engine CPU us/row (all threads) | PostgreSQL backends CPU us/row | both |',
+    '|---|---:|---:|---:|---:|---:|',
+    row(file),
+    row(pgRun),
+    `| the PostgreSQL sink's own: (h) less (c), median of rounds | | | ${us(median(own))} (${us(Math.min(...own))}-${us(Math.max(...own))}) | | |`,
+  ].join('\n');
+}
+
 /** (3): one topic, loaded once; (c) Kafka -> /dev/null and (h) Kafka -> PostgreSQL alternated, with their costs per row. */
-async function kafkaGroup(n: number, protocol: { warmup: number; runs: number }, log: (l: string) => void, dir: string): Promise<VariantResult[]> {
+async function kafkaGroup(n: number, protocol: { warmup: number; runs: number }, log: (l: string) => void, dir: string): Promise<{ results: VariantResult[]; workload: Workload }> {
   await requireBroker();
   const topic = uid('ss-bench-pg');
   await createTopic(topic, KAFKA_PARTITIONS);
   try {
     log(`  pg-sink: loading ${fmt.int(n)} messages into ${topic}`);
-    await loadTopic(topic, n, KAFKA_PARTITIONS);
-    const workload = workloadCells(topic, n);
-    await appendFlushPoints(topic, KAFKA_PARTITIONS, workload.maxTsMs + 3_600_000);
-    const rows = workload.rows;
+    // Flush points on time close every window by the watermark in both variants: the last rows are
+    // committed then, not IDLE_FLUSH_SECONDS after the last record.
+    const workload = await loadWorkload(topic, n, KAFKA_PARTITIONS);
+    log(`  pg-sink: event times from ${new Date(workload.startMs).toISOString()}, flush points at ${new Date(workload.flushMs).toISOString()}; ${fmt.int(workload.rows)} rows a run`);
     const toFile: Variant = {
       id: 'kafka-file',
       label: '(c) SOURCE=kafka SINK=file:/dev/null',
       config: { SOURCE: 'kafka', SINK: 'file:/dev/null', messages: n },
       run: async () => {
         const probe = await PgCostProbe.start(PG_URL, 'none', { clientParent: process.pid });
-        const r = await runEngine(topic, n, dir, {}, { rows });
+        const r = await runEngine(topic, n, dir, {}, workload);
         const cost = pgCostPerRow(await probe.stop(), r.rows);
-        return { recordsPerSecond: n / r.firstToRows, elapsedSeconds: r.firstToRows, peakRssBytes: r.maxRssBytes, extra: { firstToRowsSeconds: r.firstToRows, storedRows: r.rows, ...cost } };
+        return {
+          recordsPerSecond: n / r.firstToRows, elapsedSeconds: r.firstToRows, peakRssBytes: r.maxRssBytes,
+          extra: { firstToRowsSeconds: r.firstToRows, recordsAppliedSeconds: r.firstToLast, storedRows: r.rows, cpuSeconds: r.cpuSeconds, cpuUsPerRow: (r.cpuSeconds * 1e6) / r.rows, ...cost },
+        };
       },
     };
     const toPg: Variant = {
       id: 'kafka-postgres',
       label: '(h) SOURCE=kafka SINK=postgres://... (fresh schema)',
       config: { SOURCE: 'kafka', SINK: 'postgres://… (fresh schema)', messages: n },
-      run: () => runEngineToPostgres(topic, n, dir, rows),
+      run: () => runEngineToPostgres(topic, n, dir, workload),
     };
-    return await alternate('pg-sink kafka', [toFile, toPg], protocol, log);
+    return { results: await alternate('pg-sink kafka', [toFile, toPg], protocol, log), workload };
   } finally {
     await deleteTopic(topic);
   }
@@ -128,8 +149,8 @@ export const pgSinkScenario: Scenario = {
     const scratch = scratchDir('pg-sink');
     let e2e: VariantResult[];
     let kafka: VariantResult[];
-    // 1,000,000 in both modes, as kafka-e2e: on 300,000 the last windows came out by the idle flush,
-    // 30 s after the last record, in both variants alike. Quick mode: 1 warm-up + 3 rounds.
+    let workload: Workload;
+    // 1,000,000 in both modes, kafka-e2e's topic. Quick mode: 1 warm-up + 3 rounds.
     const kafkaMessages = Number(process.env.STREAMSTATS_BENCH_PG_KAFKA_MESSAGES ?? 1_000_000);
     const kafkaProtocol = ctx.mode === 'quick' ? { warmup: 1, runs: Math.min(3, ctx.protocol.runs) } : ctx.protocol;
     try {
@@ -144,7 +165,7 @@ export const pgSinkScenario: Scenario = {
         },
       });
       e2e = await alternate('pg-sink e2e', [mk('postgres', 'SINK=postgres', true), mk('file', 'SINK=file', false)], ctx.protocol, ctx.log);
-      kafka = await kafkaGroup(kafkaMessages, kafkaProtocol, ctx.log, scratch.dir);
+      ({ results: kafka, workload } = await kafkaGroup(kafkaMessages, kafkaProtocol, ctx.log, scratch.dir));
     } finally {
       scratch.remove();
     }
@@ -190,10 +211,15 @@ export const pgSinkScenario: Scenario = {
       '',
       variantTable(e2e, fileRun),
       '',
-      `Kafka in, statistics out: ${fmt.int(kafkaMessages)} seed-000 points on ${KAFKA_PARTITIONS} partitions (+ flush points, as kafka-e2e), each run a fresh engine and consumer group, ` +
-        'timed from the first message to the last row out (kafka-e2e\'s (c) and (h)); CPU per stored row of the engine process (all threads) and of its PostgreSQL backends:',
+      `Kafka in, statistics out: ${fmt.int(kafkaMessages)} seed-000 points on ${KAFKA_PARTITIONS} partitions (event times from ${new Date(workload.startMs).toISOString()}), ` +
+        `then ${workload.flushPoints} flush points an hour later in event time (as kafka-e2e: on time, so the watermark closes every workload window and no row waits for the idle flush), ` +
+        `each run a fresh engine and consumer group, both variants timed alike from the first message to the last of the ${fmt.int(workload.rows)} rows out ` +
+        '(`streamstats_windows_emitted_total`, counted after the sink\'s write resolved: for PostgreSQL, after its transaction committed); kafka-e2e\'s (c) and (h). ' +
+        'A run fails unless the engine applied every record and flush point with none late or refused.',
       '',
       variantTable(kafka, kFile),
+      '',
+      kafkaCpuTable(kFile, kPg),
       '',
       costTable(kafka),
       '',

@@ -319,17 +319,44 @@ export class Engine implements LaneHost {
     }
     const chunks = splitCells(cells, this.#o.emitChunk ?? EMIT_CHUNK_DEFAULTS);
     const ident = state.lane.identity;
-    if (this.#o.sink.wholeEmissions === true) {
-      await this.#write(state, await formatWhole((c) => this.#format(c, ident), chunks, ident), cells, windowCount(cells), point, closing);
-      return;
+    // Taken out of the lane, the cells count as unwritten until their writes settle (each write takes
+    // its share over): 0 open series must never be read while rows are being formatted or yielded.
+    const windows = windowCount(cells);
+    const unwritten = { cells: cells.length, windows };
+    state.unwrittenCells += unwritten.cells;
+    state.unwrittenWindows += unwritten.windows;
+    this.#updateGauges();
+    try {
+      if (this.#o.sink.wholeEmissions === true) {
+        const whole = await formatWhole((c) => this.#format(c, ident), chunks, ident);
+        unwritten.cells = 0;
+        unwritten.windows = 0;
+        await this.#write(state, whole, cells, windows, point, closing);
+        return;
+      }
+      await this.#emitChunks(state, chunks, ident, point, closing, unwritten);
+    } finally {
+      // What an emission cut short (its lane dropped, the engine failed) never writes.
+      if (unwritten.cells > 0 || unwritten.windows > 0) {
+        state.unwrittenCells -= unwritten.cells;
+        state.unwrittenWindows -= unwritten.windows;
+        this.#updateGauges();
+      }
     }
+  }
+
+  async #emitChunks(state: Hosted, chunks: readonly CellList[], ident: LaneIdentity | undefined, point: CommitPoint | null, closing: boolean, unwritten: { cells: number; windows: number }): Promise<void> {
     // Only the last chunk carries the commit point: a crash between chunks replays the window from
     // the previous point and writes the earlier chunks again (upserts by row identity).
     // One chunk is formatted ahead while the one before it is written: no more, since each holds its rows.
     let next = this.#format(chunks[0]!, ident);
     for (let i = 0; i < chunks.length; i++) {
       const formatted = await next;
-      if (i + 1 < chunks.length) next = this.#format(chunks[i + 1]!, ident);
+      if (i + 1 < chunks.length) {
+        next = this.#format(chunks[i + 1]!, ident);
+        // Not awaited when the lane is dropped before its turn: its failure is nobody's to handle then.
+        next.catch(() => {});
+      }
       if (i > 0) {
         await yieldToLoop();
         if (state.lane.dropped || this.#fatal !== null) return;
@@ -338,6 +365,8 @@ export class Engine implements LaneHost {
       const part = chunks[i]!;
       // A window split over chunks counts in the chunk that ends it.
       const windows = windowsEnded(part, chunks[i + 1]);
+      unwritten.cells -= part.length;
+      unwritten.windows -= windows;
       await this.#write(state, formatted, part, windows, last ? point : null, closing);
     }
   }
@@ -359,9 +388,7 @@ export class Engine implements LaneHost {
   async #write(state: Hosted, batch: RowBatch, cells: CellList, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
     const ident = state.lane.identity;
     const { metrics, sink } = this.#o;
-    state.unwrittenCells += cells.length;
-    state.unwrittenWindows += windows;
-    this.#updateGauges();
+    // Counted as unwritten by #emit since they left the lane; this write's settling takes them off.
     const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
     const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined).finally(() => {
       state.unwrittenCells -= cells.length;
