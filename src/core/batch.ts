@@ -79,6 +79,36 @@ export class BatchBuilder {
     this.end();
   }
 
+  /**
+   * Pushes messages src[spans[k], spans[k + 1]) for k = from, from + 2, ... below to, and stops after
+   * the one that brings the batch to maxCount messages or maxBytes bytes (the check push-then-test
+   * makes). Returns the k after the last one pushed. One call for a chunk's lines: no view object or
+   * call chain per message.
+   */
+  pushSpans(src: Uint8Array, spans: Int32Array, from: number, to: number, maxCount: number, maxBytes: number): number {
+    const offsets = this.#offsets;
+    const copy = Buffer.prototype.copy;
+    let count = offsets.length - 1;
+    let len = this.#len;
+    let k = from;
+    while (k < to) {
+      const start = spans[k]!;
+      const end = spans[k + 1]!;
+      k += 2;
+      const n = end - start;
+      if (len + n > this.#buf.length) {
+        this.#len = len;
+        this.#reserve(n);
+      }
+      copy.call(src, this.#buf, len, start, end);
+      len += n;
+      offsets.push(len);
+      if (++count >= maxCount || len >= maxBytes) break;
+    }
+    this.#len = len;
+    return k;
+  }
+
   pushString(s: string): void {
     this.appendString(s);
     this.end();

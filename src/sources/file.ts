@@ -50,12 +50,25 @@ export class StreamSource implements PullSource {
     const recycler = new BufferRecycler();
     const builder = new BatchBuilder(Math.min(this.opts.batchMaxBytes, 1 << 20), recycler.allocate);
     const ready: SourceBatch[] = [];
-    const splitter = new JsonSplitter(this.opts.maxMessageBytes, (msg) => {
-      builder.push(msg);
-      if (builder.count >= this.opts.batchSize || builder.bytes >= this.opts.batchMaxBytes) {
-        ready.push(recycler.track({ lane: 0, ...builder.take() }));
-      }
-    });
+    const { batchSize, batchMaxBytes } = this.opts;
+    const full = (): void => {
+      if (builder.count >= batchSize || builder.bytes >= batchMaxBytes) ready.push(recycler.track({ lane: 0, ...builder.take() }));
+    };
+    // A chunk's whole lines come as spans, copied straight from the chunk: a view object per line
+    // cost the main thread more than the copy itself, and its garbage a collection every few chunks.
+    const splitter = new JsonSplitter(
+      this.opts.maxMessageBytes,
+      (msg) => {
+        builder.push(msg);
+        full();
+      },
+      (chunk, spans, count) => {
+        for (let k = 0; k < 2 * count; ) {
+          k = builder.pushSpans(chunk, spans, k, 2 * count, batchSize, batchMaxBytes);
+          full();
+        }
+      },
+    );
     const stream = this.open();
     try {
       for await (const chunk of stream) {

@@ -42,6 +42,16 @@ function isWs(b: number): boolean {
 type Mode = 'detect' | 'ndjson' | 'array';
 
 /**
+ * Whole lines of one chunk: line k is chunk[spans[2k], spans[2k + 1]), trimmed and non-empty, exactly
+ * the bytes onMessage would have been given; count lines. The chunk and spans are reused once the
+ * call returns, so the lines are copied right away.
+ */
+export type OnLines = (chunk: Buffer, spans: Int32Array, count: number) => void;
+
+/** Lines reported per onLines call at most (a 1 MiB chunk of 400-byte lines holds about 2,600). */
+const LINE_SPANS = 4096;
+
+/**
  * Feed chunks; each complete message is passed to onMessage(bytes). Messages longer than maxBytes are
  * cut to maxBytes + 1 bytes (enough for the decoder to reject them as too_large) and the rest skipped,
  * so one giant element cannot exhaust memory.
@@ -68,9 +78,18 @@ export class JsonSplitter {
   /** Broken array elements seen (a resynchronisation each). */
   broken = 0;
 
+  /** Start and end of each whole line found in the current chunk, in pairs (see OnLines). */
+  readonly #spans = new Int32Array(2 * LINE_SPANS);
+
+  /**
+   * onLines: where given, the NDJSON lines that lie whole in one chunk go to it, many a call, as
+   * spans of the chunk (no view object per line); everything else, and every message without it,
+   * goes to onMessage. The two are called in input order.
+   */
   constructor(
     private readonly maxBytes: number,
     private readonly onMessage: (msg: Buffer) => void,
+    private readonly onLines?: OnLines,
   ) {}
 
   /**
@@ -170,11 +189,15 @@ export class JsonSplitter {
 
   #ndjson(chunk: Buffer, i: number): number {
     // Nothing held from an earlier chunk (so at a line start): the whole lines of the chunk go out
-    // as they are found, each one view of the chunk, without collecting parts. A line too long for
-    // maxBytes, or the chunk's unfinished last line, is left to the general path below.
+    // as they are found (to onLines as spans, else each one view of the chunk), without collecting
+    // parts. A line too long for maxBytes, or the chunk's unfinished last line, is left to the
+    // general path below.
     if (this.#partLen === 0) {
       const max = this.maxBytes + 1;
       const len = chunk.length;
+      const onLines = this.onLines;
+      const spans = this.#spans;
+      let n = 0;
       for (;;) {
         let s = i;
         while (s < len && chunk[s] !== LF && isWs(chunk[s]!)) s++;
@@ -183,9 +206,22 @@ export class JsonSplitter {
         let e = nl;
         while (e > s && isWs(chunk[e - 1]!)) e--;
         if (e - s > max) break;
-        if (e > s) this.onMessage(chunk.subarray(s, e));
+        if (e > s) {
+          if (onLines === undefined) {
+            this.onMessage(chunk.subarray(s, e));
+          } else {
+            if (n === spans.length) {
+              onLines(chunk, spans, n >> 1);
+              n = 0;
+            }
+            spans[n++] = s;
+            spans[n++] = e;
+          }
+        }
         i = nl + 1;
       }
+      // Before any message of the general path below: the order of messages is the input's.
+      if (n > 0) onLines!(chunk, spans, n >> 1);
       if (i >= len) return len;
     }
     if (this.#lineStart) {
