@@ -406,7 +406,7 @@ export class Engine implements LaneHost {
 
   /**
    * A chunk's rows: formatted in a worker when the sink reads only their bytes and the main thread is
-   * the busier side (./placement.ts), else here. Never rejects.
+   * busy and the workers have room (./placement.ts), else here. Never rejects.
    */
   async #format(cells: CellList, ident: LaneIdentity | undefined): Promise<RowBatch> {
     const { pool, sink, logger } = this.#o;

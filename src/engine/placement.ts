@@ -1,6 +1,6 @@
 // Where a chunk's rows are formatted. In a worker the main thread saves their per-row cost, but the
-// series keys must be copied there, so the whole process spends more: worth it only while the main
-// thread is the busier side. A job whose workers wait for the main thread (rows to Kafka) formats its
+// whole process spends more (the rows' bytes cross back, the worker's collector runs more): worth it
+// only while the main thread is busy and the workers have room. A job whose workers wait for the main thread (rows to Kafka) formats its
 // rows there; one whose workers are saturated (the generator's default job) keeps them on the main
 // thread. Measured over short spans, so the choice follows the load as it moves.
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
@@ -15,7 +15,11 @@ export interface PlacementPool {
 
 export type RowPlacementMode = 'auto' | 'worker' | 'main';
 
-export const PLACEMENT_DEFAULTS = { mode: 'auto', periodMs: 250 } as const;
+/**
+ * Rows move to a worker when the main thread's event loop is busier than moveMain and the workers'
+ * busy share is below moveWorkers; they stay there while above stayMain and below stayWorkers.
+ */
+export const PLACEMENT_DEFAULTS = { mode: 'auto', periodMs: 250, moveMain: 0.75, moveWorkers: 0.5, stayMain: 0.5, stayWorkers: 0.7 } as const;
 
 export class RowPlacement {
   readonly #pool: PlacementPool;
@@ -46,7 +50,11 @@ export class RowPlacement {
       this.#elu = performance.eventLoopUtilization();
       this.#busy = busy;
       this.#at = now;
-      this.#inWorker = main > workers;
+      // Only a pool with room to spare gains: moving rows onto workers that are half busy or more made
+      // the generator's default job slower (the worker became the bottleneck, and its collector ran
+      // more), while a job whose workers wait for the main thread (Kafka in and out) gains. Once moved,
+      // rows stay while the workers keep some room, so the choice does not flip on every span.
+      this.#inWorker = this.#inWorker ? main > PLACEMENT_DEFAULTS.stayMain && workers < PLACEMENT_DEFAULTS.stayWorkers : main > PLACEMENT_DEFAULTS.moveMain && workers < PLACEMENT_DEFAULTS.moveWorkers;
     }
     return this.#inWorker;
   }

@@ -23,6 +23,9 @@ t.test('auto: follows which side is busier, span by span', async (t) => {
   pool.workerBusySeconds += 0.28; // both workers busy for the span
   t.notOk(p.inWorker(), 'workers busy, main thread idle: on the main thread');
   t.notOk(p.inWorker(), 'and within the span, the choice stands');
+  spin(150);
+  pool.workerBusySeconds += 0.2; // about two thirds of both workers' time: no room to spare
+  t.notOk(p.inWorker(), 'main thread busy, but the workers more than half busy: stays on the main thread');
   pool.formatsRows = false;
   spin(150);
   t.notOk(p.inWorker(), 'a pool that cannot format (closing, in-thread): never');
