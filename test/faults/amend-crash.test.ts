@@ -5,7 +5,7 @@
 // amended twice, nothing lost. PostgreSQL: one row per identity, amended in place. Kafka with
 // EXACTLY_ONCE=true: the newest revision per key read with read_committed.
 import t, { type Test } from 'tap';
-import { brokers, createTopic, uid } from '../fixtures/kafka.js';
+import { brokers, committedAppliedEnds, createTopic, uid } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, until } from '../fixtures/engine-process.js';
 import { Rng } from '../fixtures/gen.js';
@@ -77,18 +77,7 @@ t.test(`Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendment
   const output = await createTopic(t, 1);
   await produceTo(brokers(), topic, MESSAGES);
   const group = uid('g');
-  const { client } = await import('../fixtures/kafka.js');
-  const { parseCommitMeta } = await import('../../src/commit/meta.js');
-  const stored = async () => {
-    const admin = client().admin();
-    await admin.connect();
-    try {
-      const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-      return (res?.partitions ?? []).reduce((a, p) => a + (parseCommitMeta(p.metadata)?.appliedEnd ?? 0), 0);
-    } finally {
-      await admin.disconnect();
-    }
-  };
+  const stored = () => committedAppliedEnds(group, topic);
   await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' }, 404, stored);
   const msgs = await readTopic(brokers(), output, EXP.size + 100 * 120, { timeoutMs: 60_000, settleMs: 3000 });
   const rows = msgs.map((m) => JSON.parse(m.value!.toString()) as StatsRow);

@@ -3,8 +3,7 @@
 // then equal the independent computation row for row: PostgreSQL (rows + positions in one
 // transaction) and a Kafka output topic written in transactions (EXACTLY_ONCE=true, read_committed).
 import t, { type Test } from 'tap';
-import { parseCommitMeta } from '../../src/commit/meta.js';
-import { brokers, client, createTopic, uid, type Workload } from '../fixtures/kafka.js';
+import { brokers, committedAppliedEnds, createTopic, uid, type Workload } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, until } from '../fixtures/engine-process.js';
 import { Rng } from '../fixtures/gen.js';
@@ -76,16 +75,7 @@ t.test(`Kafka sink with EXACTLY_ONCE: ${KILLS} x kill -9, a read_committed consu
   await produceTo(brokers(), topic, keyedMessages(PS));
   const group = uid('g');
   // The transactions commit the input offsets to the group, with the applied end in their metadata.
-  const stored = async () => {
-    const admin = client().admin();
-    await admin.connect();
-    try {
-      const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-      return (res?.partitions ?? []).reduce((a, p) => a + (parseCommitMeta(p.metadata)?.appliedEnd ?? 0), 0);
-    } finally {
-      await admin.disconnect();
-    }
-  };
+  const stored = () => committedAppliedEnds(group, topic);
   await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' }, 202, stored);
   // The kill log reads the same committed metadata: it must cover every record once all is consumed.
   t.equal(await stored(), W.count, 'the committed offsets\' applied ends cover every record of the topic');
