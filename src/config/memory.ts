@@ -12,11 +12,13 @@
 // semi-spaces under a steady load and no setting here can bound), the batches in flight and the
 // output buffers.
 
+import { keyArenaBytes } from '../core/key-arena.js';
+
 /** MiB of RSS the process stays under (README "Memory"). */
 export function rssBudgetMb(c: { maxStateMb: number; workerThreads: number; workerMaxMemoryMb: number }): number {
   const dictionaries = ((c.workerThreads + 3) * c.workerMaxMemoryMb) / 8;
-  // The shared key arena (src/core/key-arena.ts, pool keyArenaBytes): outside every heap, once.
-  const keyArena = c.workerThreads > 0 ? Math.min(32, c.workerMaxMemoryMb / 16) : 0;
+  // The shared key arena (src/core/key-arena.ts): outside every heap, once.
+  const keyArena = c.workerThreads > 0 ? keyArenaBytes(c.workerMaxMemoryMb) / (1024 * 1024) : 0;
   return 256 + 3 * c.maxStateMb + dictionaries + keyArena + c.workerThreads * (c.workerMaxMemoryMb + 128);
 }
 

@@ -23,6 +23,14 @@ export const KEY_ARENA_DEFAULTS = {
   maxKeys: 512 * 1024,
 } as const;
 
+/**
+ * Most bytes of the arena for a worker heap limit: a sixteenth of it, up to maxBytes (a worker keeps
+ * the keys it read as strings in its heap). src/config/memory.ts counts them.
+ */
+export function keyArenaBytes(workerMaxMemoryMb: number): number {
+  return Math.min(KEY_ARENA_DEFAULTS.maxBytes, Math.floor((workerMaxMemoryMb * 1024 * 1024) / 16));
+}
+
 const INITIAL_BYTES = 1024 * 1024;
 /** #append's answers that are not an index: the generation is full; the key can never be held. */
 const FULL = -1;

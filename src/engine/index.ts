@@ -273,7 +273,7 @@ export class Engine implements LaneHost {
       if (lateN > beyondHorizon) metrics.lateRecords.inc({ outcome: 'dead_lettered' }, lateN - beyondHorizon);
       let expected = 0;
       for (const c of applied.late) expected += c.count;
-      this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: lateLetters(entries), watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
+      this.#late.observe({ partition: lane.id, identity: lane.identity, accepted: applied.accepted, late: lateN, watermarkMs: watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
       for (const c of applied.overLimit) expected += c.count;
       if (found !== expected) {
         // Cannot happen unless decoding is not deterministic; say so loudly rather than miscount.
@@ -298,26 +298,21 @@ export class Engine implements LaneHost {
     const n = messageCount(batch);
     const mid = Math.floor(n / 2);
     this.#o.logger.warn({ lane: batch.lane, seq: batch.seq, messages: n }, 'batch poisoned a worker: decoding it again in halves to isolate the poison');
-    for (const [lo, hi] of [[0, mid], [mid, n]] as const) {
-      const part = subBatch(batch, lo, hi);
-      if (this.#fatal !== null || state.lane.dropped) return;
-      await this.#o.pool.acquire();
-      const outcome = await this.#o.pool.run(part, nowMs);
-      await this.#apply(state, part, outcome.kind === 'poisoned' ? { kind: 'poisoned', reason: `isolated by bisection; ${outcome.reason}` } : outcome, nowMs);
-    }
+    await this.#applyParts(state, batch, [[0, mid], [mid, n]], nowMs, 'isolated by bisection; ');
   }
 
   /**
-   * A batch applied as parts (LATE_RECORDS=amend: the replayed messages of a restart apart from the
-   * new ones): each part is decoded again and applied in order.
+   * A batch applied as parts, in order, each decoded again: the halves of a bisection (`poisoned`
+   * prefixes the reason of a part that fails again), or with LATE_RECORDS=amend the replayed messages
+   * of a restart apart from the new ones.
    */
-  async #applyParts(state: Hosted, batch: Batch, parts: ReadonlyArray<readonly [number, number]>, nowMs: number): Promise<void> {
+  async #applyParts(state: Hosted, batch: Batch, parts: ReadonlyArray<readonly [number, number]>, nowMs: number, poisoned = ''): Promise<void> {
     for (const [lo, hi] of parts) {
       const part = subBatch(batch, lo, hi);
       if (this.#fatal !== null || state.lane.dropped) return;
       await this.#o.pool.acquire();
       const outcome = await this.#o.pool.run(part, nowMs);
-      await this.#apply(state, part, outcome, nowMs);
+      await this.#apply(state, part, outcome.kind === 'poisoned' && poisoned !== '' ? { kind: 'poisoned', reason: `${poisoned}${outcome.reason}` } : outcome, nowMs);
     }
   }
 
@@ -474,28 +469,28 @@ export class Engine implements LaneHost {
   }
 
   #updateGauges(): void {
+    const amend = this.#store.amend !== undefined;
     let series = 0;
     let windows = 0;
+    let keptBytes = 0;
+    let kept = 0;
     for (const s of this.#lanes.values()) {
       series += s.lane.openSeries + s.unwrittenCells;
       windows += s.lane.openWindows + s.unwrittenWindows;
+      if (!amend) continue;
+      keptBytes += s.lane.keptBytes;
+      kept += s.lane.keptWindows;
+      const evicted = s.lane.evictedWindows;
+      if (evicted > s.evictedSeen) {
+        this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
+        s.evictedSeen = evicted;
+      }
     }
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
     this.#o.metrics.stateBytes.set(this.#store.budget.bytes);
-    if (this.#store.amend !== undefined) {
-      let bytes = 0;
-      let kept = 0;
-      for (const s of this.#lanes.values()) {
-        bytes += s.lane.keptBytes;
-        kept += s.lane.keptWindows;
-        const evicted = s.lane.evictedWindows;
-        if (evicted > s.evictedSeen) {
-          this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
-          s.evictedSeen = evicted;
-        }
-      }
-      this.#o.metrics.amendStateBytes.set(bytes);
+    if (amend) {
+      this.#o.metrics.amendStateBytes.set(keptBytes);
       this.#o.metrics.amendKeptWindows.set(kept);
     }
   }

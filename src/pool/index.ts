@@ -7,15 +7,10 @@ import { Decoder } from '../core/decode.js';
 import type { Batch } from '../core/batch.js';
 import type { DecodeResult, DecodeTask, DecoderSettings, RowsTask, RowsWire, WireResult } from '../core/messages.js';
 import { SeriesDictionaries } from './dictionary.js';
-import { KEY_ARENA_DEFAULTS, KeyArena } from '../core/key-arena.js';
+import { KeyArena, keyArenaBytes } from '../core/key-arena.js';
 import { StreamstatsError } from '../errors.js';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
 import { WORKER_YOUNG_GENERATION_MB } from '../config/memory.js';
-
-/** Most bytes of the shared key arena for a worker heap limit (src/config/memory.ts counts them). */
-export function keyArenaBytes(workerMaxMemoryMb: number): number {
-  return Math.min(KEY_ARENA_DEFAULTS.maxBytes, Math.floor((workerMaxMemoryMb * 1024 * 1024) / 16));
-}
 
 function closedError(): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_POOL_CLOSED', 'the decode pool is closed');

@@ -20,7 +20,7 @@ import { JavaCompatiblePartitioner } from '../../kafka/partitioner.js';
 import { installProduceEncoder } from '../../kafka/produce-request.js';
 import { disconnectTimeoutMs, ProducerSet } from '../../kafka/producer.js';
 import { TopicLimits } from '../../kafka/topics.js';
-import type { RowBatch } from '../../windows/row.js';
+import type { RowBatch, StatsRow } from '../../windows/row.js';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { WRITTEN_ALL, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
 import { Lanes } from './lanes.js';
@@ -101,9 +101,7 @@ export class KafkaSink implements Sink {
     // Without a commit (unpartitioned source) the rows still say which input partition they belong
     // to when there is one; otherwise one producer for the whole group.
     // Rows are read (made as objects) only for a batch that does not say its lane.
-    const first = commit === undefined && !('where' in batch) ? batch.rows[0] : undefined;
-    const where = 'where' in batch ? batch.where : first?.topic !== undefined && first.partition !== undefined ? { topic: first.topic, partition: first.partition } : undefined;
-    const input = commit ?? where;
+    const input = commit ?? ('where' in batch ? batch.where : rowLane(batch.rows[0]));
     if (!this.#o.exactlyOnce) return input === undefined ? 'rows' : `rows.${input.topic}.${input.partition}`;
     return input !== undefined ? this.transactionalId(input.topic, input.partition) : `${this.#o.groupId}.rows`;
   }
@@ -142,4 +140,9 @@ function producerFactory(o: KafkaSinkOptions): ConstructorParameters<typeof Prod
           transactional: true,
         }
       : { producer: kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: JavaCompatiblePartitioner }), transactional: false };
+}
+
+/** The input partition a row says it belongs to, if it says one. */
+function rowLane(row: StatsRow | undefined): { topic: string; partition: number } | undefined {
+  return row?.topic !== undefined && row.partition !== undefined ? { topic: row.topic, partition: row.partition } : undefined;
 }
