@@ -5,8 +5,10 @@
 // process, so this is what a row costs the sink and kafkajs, without the engine's noise.
 // Usage: node dist/bench/child/kafka-sink-cpu.js BROKERS ROWS.ndjson alo|eos [ROWS_PER_WRITE] [IN_FLIGHT]
 // ROWS.ndjson: statistics rows as the file sink writes them (e.g. SOURCE=generator SINK=file:PATH).
-// Prints one JSON line on stdout.
-import { readFileSync } from 'node:fs';
+// Prints one JSON line on stdout. With KAFKA_SINK_CPU_PROFILE=PATH, a V8 CPU profile of the main
+// thread over the measured span only goes to PATH (.cpuprofile).
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { PerformanceObserver } from 'node:perf_hooks';
 import '../../src/kafka/preload.js';
 import { pino } from 'pino';
@@ -33,10 +35,27 @@ function batchOf(lines: readonly string[], input: string, lane: number): RowBatc
     ndjson: () => values.toString(),
     ndjsonBytes: () => values,
     lineEnds: () => lineEnds,
-    identityKey: (i) => keys[i]!,
+    identityKey: (i) => keyBytes.toString('utf8', i === 0 ? 0 : ends[i - 1]!, ends[i]!),
     identityKeyBytes: () => ({ bytes: keyBytes, ends }),
     where: { topic: input, partition: lane },
   };
+}
+
+/** CPU seconds (user + system) per thread name, from /proc (Linux; empty elsewhere). */
+function threadCpu(): Map<string, number> {
+  const out = new Map<string, number>();
+  if (!existsSync('/proc/self/task')) return out;
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const st = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      const name = tid === String(process.pid) ? 'main' : st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      out.set(name, (out.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -47,13 +66,15 @@ async function main(): Promise<void> {
   }
   const perWrite = Number(perWriteText ?? 2000);
   const inFlight = Number(inFlightText ?? 8);
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+  // Only buffers stay: a heap of row strings would charge the sink's collections for marking them.
+  let lines: string[] | null = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
   const topic = uid('ss-sink-cpu');
   const batches: RowBatch[] = [];
   const brokerList = brokers.split(',');
   // Exactly once, the commit points go to the group's offsets of a real (empty) input topic.
   const input = uid('ss-sink-cpu-in');
   for (let from = 0, k = 0; from < lines.length; from += perWrite, k++) batches.push(batchOf(lines.slice(from, from + perWrite), input, k % LANES));
+  lines = null;
   await createTopicOn(brokerList, topic, LANES);
   if (mode === 'eos') await createTopicOn(brokerList, input, LANES);
   const sink = new KafkaSink({ kafka: kafkaClient(brokerList, 'kafka-sink-cpu'), topic, exactlyOnce: mode === 'eos', groupId: uid('ss-sink-cpu-g'), logger: pino({ level: 'warn' }) });
@@ -79,7 +100,15 @@ async function main(): Promise<void> {
       }
     });
     gc.observe({ entryTypes: ['gc'] });
+    const profilePath = process.env['KAFKA_SINK_CPU_PROFILE'];
+    const session = profilePath === undefined ? null : new Session();
+    if (session !== null) {
+      session.connect();
+      await session.post('Profiler.enable');
+      await session.post('Profiler.start');
+    }
     const t0 = performance.now();
+    const threads0 = threadCpu();
     const cpu0 = process.cpuUsage();
     const main0 = process.threadCpuUsage();
     const pending = new Set<Promise<unknown>>();
@@ -95,10 +124,17 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(cpu0);
     const mainCpu = process.threadCpuUsage(main0);
     const wall = (performance.now() - t0) / 1000;
+    const threadsUsPerRow: Record<string, number> = {};
+    for (const [name, sec] of threadCpu()) threadsUsPerRow[name] = Math.round(((sec - (threads0.get(name) ?? 0)) * 1e7) / rows) / 10;
     gc.disconnect();
+    if (session !== null) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(profilePath!, JSON.stringify(profile));
+      session.disconnect();
+    }
     const us = (c: { user: number; system: number }): number => (c.user + c.system) / rows;
     process.stdout.write(
-      `${JSON.stringify({ mode, rows, perWrite, inFlight, wallSeconds: wall, rowsPerSecond: rows / wall, cpuUsPerRow: us(cpu), systemUsPerRow: cpu.system / rows, mainUsPerRow: us(mainCpu), gcMsMain: gcMs, gcs })}\n`,
+      `${JSON.stringify({ mode, rows, perWrite, inFlight, wallSeconds: wall, rowsPerSecond: rows / wall, cpuUsPerRow: us(cpu), systemUsPerRow: cpu.system / rows, mainUsPerRow: us(mainCpu), gcMsMain: gcMs, gcs, threadsUsPerRow })}\n`,
     );
   } finally {
     await sink.close();

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import t from 'tap';
-import { murmur2, partitionForKey, JavaCompatiblePartitioner } from '../../src/kafka/partitioner.js';
+import { murmur2, murmur2View, partitionForKey, JavaCompatiblePartitioner } from '../../src/kafka/partitioner.js';
 import { Rng } from '../fixtures/gen.js';
 
 // kafkajs's own murmur2 (Java-compatible, but on 64-bit Long emulation) is the reference for random keys.
@@ -32,6 +32,24 @@ t.test('murmur2 and the partition agree with kafkajs on random keys of every len
   }
   t.equal(mismatches, 0);
   t.equal(partitionForKey('aé', 7), partitionForKey(Buffer.from('aé', 'utf8'), 7), 'string keys hash as UTF-8');
+});
+
+t.test('murmur2 of a key inside a larger buffer, at every alignment, equals murmur2 of the key alone (views of a pooled buffer included)', async (t) => {
+  const rng = new Rng(11);
+  const backing = Buffer.alloc(8192);
+  for (let j = 0; j < backing.length; j++) backing[j] = rng.int(0, 255);
+  // A view that does not start at its ArrayBuffer's start, as Buffer.allocUnsafe's pooled slices.
+  const buf = backing.subarray(3, 8000);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  let mismatches = 0;
+  for (let i = 0; i < 2000; i++) {
+    const start = rng.int(0, 7000);
+    const end = start + rng.int(0, 500);
+    const alone = Buffer.from(buf.subarray(start, end));
+    const h = kafkajsMurmur2(alone);
+    if (murmur2(buf, start, end) !== h || murmur2View(view, start, end) !== h || murmur2(alone) !== h) mismatches++;
+  }
+  t.equal(mismatches, 0);
 });
 
 t.test('the kafkajs partitioner: explicit partition wins, keys hash over all partitions, no key spreads', async (t) => {

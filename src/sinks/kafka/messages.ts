@@ -1,6 +1,6 @@
 // Rows as Kafka messages: keyed by the row's identity, so a compacted topic keeps the latest row per
 // window and the Java-compatible murmur2 partitioner keeps one identity in one partition.
-import { murmur2 } from '../../kafka/partitioner.js';
+import { murmur2View } from '../../kafka/partitioner.js';
 import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
 import type { TopicLimits } from '../../kafka/topics.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
@@ -129,6 +129,8 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
   let bytes = 0;
   let m = 0;
   let vs = 0;
+  // One view of the key buffer for every hash (a new one whenever the buffer grew).
+  let view = new DataView(keys.buf.buffer, keys.buf.byteOffset, keys.buf.byteLength);
   for (let i = 0; i < n; i++) {
     const ks = keys.end;
     if (prebuilt !== null) {
@@ -157,7 +159,8 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
       valueStart[m] = vs;
       valueEnd[m] = ve;
       // The partition the Java-compatible partitioner would pick, so requests can be cut per partition.
-      partition[m] = partitions > 0 ? (murmur2(keys.buf, ks, ke) & 0x7fffffff) % partitions : -1;
+      if (view.buffer !== keys.buf.buffer || view.byteOffset !== keys.buf.byteOffset) view = new DataView(keys.buf.buffer, keys.buf.byteOffset, keys.buf.byteLength);
+      partition[m] = partitions > 0 ? (murmur2View(view, ks, ke) & 0x7fffffff) % partitions : -1;
       rowIndex[m] = i;
       bytes += size;
       m++;
