@@ -22,20 +22,24 @@
 import Module from 'node:module';
 import { BufferPool } from './buffer-pool.js';
 import { kafkajsInternals, kafkajsRequire } from './internals.js';
-import { encodeMessages, type BatchProducer, type PlainMessage, type RecordBatchWriter } from './record-batch.js';
+import { BATCH_HEADER_BYTES, encodeMessages, RecordBatchWriter, type BatchProducer, type PlainMessage } from './record-batch.js';
 
 /**
  * One partition's records for one produce request, written by the caller: passed to kafkajs's
  * send() as one "message" of `messages`. `length` is its record count (kafkajs's sequence numbers
  * advance by it); `value` is there because kafkajs refuses a message whose value is undefined.
+ * A batch of a RequestLayout lies in that layout's buffer at `entry` (its partition and size fields,
+ * then the batch).
  */
 export class PreparedBatch {
   readonly value = null;
-  /** The request buffer it was last encoded into (for releasePrepared()). */
+  /** The request buffer it was last copied into (for releasePrepared()). */
   request: Buffer | null = null;
   constructor(
     readonly partition: number,
     readonly writer: RecordBatchWriter,
+    readonly layout: RequestLayout | null = null,
+    readonly entry = -1,
   ) {}
 
   get length(): number {
@@ -46,6 +50,46 @@ export class PreparedBatch {
 /** Produce request buffers, reused once their broker answered (releasePrepared). */
 const REQUESTS = new BufferPool(16 * 1024 * 1024);
 
+/** Room for the frame before a request body (size, api key, version, correlation id, a client id of up to 242 bytes). */
+const HEADROOM = 256;
+/** Room before a laid-out request's first batch: the frame, then the request's own fields (transactional id, acks, timeout, topic). */
+const LAYOUT_ROOM = HEADROOM + 1024;
+/** A partition's entry in a produce request before its batch: partition int32, batch size int32. */
+const ENTRY_BYTES = 8;
+
+/**
+ * A produce request laid out before its records are written: one buffer, each partition's batch at
+ * its place, so that encoding only seals the batches where they lie and writes the request's fields
+ * and frame before the first (no copy of the records). Only a first encoding writes in place: kafkajs
+ * encodes again when it retries, while the first request may still be queued on its socket, and
+ * then the batches are copied out first.
+ */
+export class RequestLayout {
+  readonly batches: PreparedBatch[] = [];
+  encoded = false;
+  released = false;
+  constructor(readonly buf: Buffer) {}
+}
+
+/**
+ * Writers for one request's partitions (ascending, as kafkajs orders a request's partitions), each
+ * at its place in one buffer: recordBytes[j] is the exact size of partition j's records
+ * (rangeRecordBytes summed); a writer given more moves to a buffer of its own and its request is
+ * then copied as before.
+ */
+export function layoutRequest(partitions: readonly number[], recordBytes: readonly number[]): PreparedBatch[] {
+  let size = LAYOUT_ROOM;
+  for (const n of recordBytes) size += ENTRY_BYTES + BATCH_HEADER_BYTES + n;
+  const layout = new RequestLayout(REQUESTS.take(size));
+  let at = LAYOUT_ROOM;
+  for (let j = 0; j < partitions.length; j++) {
+    const w = new RecordBatchWriter(recordBytes[j]!, REQUESTS, layout.buf, at + ENTRY_BYTES);
+    layout.batches.push(new PreparedBatch(partitions[j]!, w, layout, at));
+    at += ENTRY_BYTES + BATCH_HEADER_BYTES + recordBytes[j]!;
+  }
+  return layout.batches;
+}
+
 /**
  * After the send of these batches succeeded (the broker answered, so the request was written): their
  * writers' buffers and the request's go back to their pools. Not after a failure: a request that
@@ -55,13 +99,17 @@ export function releasePrepared(batches: readonly unknown[]): void {
   for (const b of batches) {
     if (!(b instanceof PreparedBatch)) continue;
     b.writer.release();
+    if (b.layout !== null && !b.layout.released) {
+      b.layout.released = true;
+      REQUESTS.give(b.layout.buf);
+    }
     if (b.request !== null) REQUESTS.give(b.request);
     b.request = null;
   }
 }
 
 /** Evidence for the tests that our encoder wrote what was sent: batches by kind. */
-export const producePaths = { prepared: 0, messages: 0 };
+export const producePaths = { prepared: 0, messages: 0, inPlace: 0 };
 
 type Partitioner = (a: { topic: string; partitionMetadata: unknown[]; message: unknown }) => number;
 
@@ -105,15 +153,12 @@ interface EncodedBody {
   readonly buffer: Buffer;
 }
 
-/** Room before a produce body for the frame: size, api key, version, correlation id, and a client id of up to 242 bytes. */
-const HEADROOM = 256;
-
-/** A request body at buf[HEADROOM, end), with room for its frame before it. */
+/** A request body at buf[start, end), with room for its frame before it. */
 class BodyWithHeadroom implements EncodedBody {
-  constructor(readonly buf: Buffer, readonly end: number) {}
+  constructor(readonly buf: Buffer, readonly start: number, readonly end: number) {}
 
   get buffer(): Buffer {
-    return this.buf.subarray(HEADROOM, this.end);
+    return this.buf.subarray(this.start, this.end);
   }
 }
 
@@ -125,9 +170,9 @@ export async function createRequest({ correlationId, clientId, request }: { corr
   let buf: Buffer;
   let o: number;
   let end: number;
-  if (body instanceof BodyWithHeadroom && head <= HEADROOM) {
+  if (body instanceof BodyWithHeadroom && head <= body.start) {
     buf = body.buf;
-    o = HEADROOM - head;
+    o = body.start - head;
     end = body.end;
   } else {
     const b = body.buffer;
@@ -162,11 +207,39 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
       const now = Date.now();
       const pid = BigInt(String(producerId));
       const transactional = transactionalId !== null && transactionalId !== undefined && transactionalId !== '';
+      const tid = transactionalId === null || transactionalId === undefined ? null : Buffer.from(transactionalId);
+      const producerOf = (p: PartitionData): BatchProducer => ({ producerId: pid, producerEpoch, firstSequence: p.firstSequence ?? 0, transactional });
+      const layout = inPlace(topicData, compression);
+      if (layout !== null) {
+        const name = Buffer.from(topicData[0]!.topic);
+        const parts = topicData[0]!.partitions;
+        const start = layout.batches[0]!.entry - (2 + (tid === null ? 0 : tid.length) + 2 + 4 + 4 + 2 + name.length + 4);
+        if (start >= HEADROOM) {
+          layout.encoded = true;
+          const buf = layout.buf;
+          let o = start;
+          o = writeString(buf, o, tid);
+          o = buf.writeInt16BE(acks, o);
+          o = buf.writeInt32BE(timeout, o);
+          o = buf.writeInt32BE(1, o);
+          o = writeString(buf, o, name);
+          o = buf.writeInt32BE(parts.length, o);
+          for (const p of parts) {
+            const b = p.messages as PreparedBatch;
+            const sealed = b.writer.sealUncompressed(now, producerOf(p));
+            o = buf.writeInt32BE(b.partition, o);
+            o = buf.writeInt32BE(sealed.length, o);
+            o += sealed.length;
+            producePaths.prepared++;
+            producePaths.inPlace++;
+          }
+          return new BodyWithHeadroom(buf, start, o);
+        }
+      }
       const batches: Buffer[][] = [];
       const topics: Buffer[] = [];
       const prepared: PreparedBatch[] = [];
       let size = 2 + 2 + 4 + 4;
-      const tid = transactionalId === null || transactionalId === undefined ? null : Buffer.from(transactionalId);
       size += tid === null ? 0 : tid.length;
       for (const t of topicData) {
         const name = Buffer.from(t.topic);
@@ -174,14 +247,17 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
         size += 2 + name.length + 4;
         const list: Buffer[] = [];
         for (const p of t.partitions) {
-          const producer: BatchProducer = { producerId: pid, producerEpoch, firstSequence: p.firstSequence ?? 0, transactional };
           let b: Buffer;
           if (p.messages instanceof PreparedBatch) {
-            b = await p.messages.writer.seal(compression, now, producer);
+            const l = p.messages.layout;
+            // Bytes of a request encoded in place may still be on their way: seal elsewhere.
+            if (l !== null && l.encoded) p.messages.writer.detach();
+            if (l !== null) l.encoded = true;
+            b = await p.messages.writer.seal(compression, now, producerOf(p));
             prepared.push(p.messages);
             producePaths.prepared++;
           } else {
-            b = await encodeMessages(p.messages, compression, producer, now);
+            b = await encodeMessages(p.messages, compression, producerOf(p), now);
             producePaths.messages++;
           }
           list.push(b);
@@ -191,19 +267,13 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
       }
       const buf = REQUESTS.take(HEADROOM + size);
       let o = HEADROOM;
-      if (tid === null) {
-        o = buf.writeInt16BE(-1, o);
-      } else {
-        o = buf.writeInt16BE(tid.length, o);
-        o += tid.copy(buf, o);
-      }
+      o = writeString(buf, o, tid);
       o = buf.writeInt16BE(acks, o);
       o = buf.writeInt32BE(timeout, o);
       o = buf.writeInt32BE(topicData.length, o);
       for (let i = 0; i < topicData.length; i++) {
         const t = topicData[i]!;
-        o = buf.writeInt16BE(topics[i]!.length, o);
-        o += topics[i]!.copy(buf, o);
+        o = writeString(buf, o, topics[i]!);
         o = buf.writeInt32BE(t.partitions.length, o);
         for (let j = 0; j < t.partitions.length; j++) {
           const b = batches[i]![j]!;
@@ -213,9 +283,38 @@ export function produceRequestV3({ acks, timeout, transactionalId = null, produc
         }
       }
       for (const p of prepared) p.request = buf;
-      return new BodyWithHeadroom(buf, o);
+      return new BodyWithHeadroom(buf, HEADROOM, o);
     },
   };
+}
+
+/** A Kafka string (int16 length, -1 for null) at o; returns the offset after it. */
+function writeString(buf: Buffer, o: number, s: Buffer | null): number {
+  if (s === null) return buf.writeInt16BE(-1, o);
+  o = buf.writeInt16BE(s.length, o);
+  return o + s.copy(buf, o);
+}
+
+/**
+ * The layout a request can be encoded in: one topic, no codec (a compressed batch is a new buffer
+ * anyway), exactly the layout's batches in its order (kafkajs sends a leader's partitions
+ * ascending; a cluster that splits them over leaders gets the copy), each still where it was laid
+ * out and directly after the one before, and never encoded before.
+ */
+function inPlace(topicData: ProduceArgs['topicData'], compression: number): RequestLayout | null {
+  if ((compression & 0x07) !== 0 || topicData.length !== 1) return null;
+  const parts = topicData[0]!.partitions;
+  const first = parts[0]?.messages;
+  if (!(first instanceof PreparedBatch) || first.layout === null || first.layout.encoded) return null;
+  const layout = first.layout;
+  if (parts.length !== layout.batches.length) return null;
+  let at = layout.batches[0]!.entry;
+  for (let j = 0; j < parts.length; j++) {
+    const b = parts[j]!.messages;
+    if (b !== layout.batches[j] || Number(parts[j]!.partition) !== b.partition || b.entry !== at || !b.writer.isAt(layout.buf, at + ENTRY_BYTES)) return null;
+    at += ENTRY_BYTES + b.writer.size;
+  }
+  return layout;
 }
 
 interface Parts {

@@ -114,26 +114,72 @@ function putBytes(b: Buffer, o: number, v: Buffer | string | null | undefined, n
 /**
  * One record batch being written: records appended in offset order, then sealed (header and CRC)
  * once the producer's fields are known. The buffer is sized by the caller (recordBytes() of each
- * record it will hold) and grows only if that was short.
+ * record it will hold) and grows only if that was short. A writer may also write into a region of a
+ * buffer it does not own (a produce request laid out ahead, each partition's batch in its place, so
+ * the request is sent without copying the batches into it); should the region be short, the writer
+ * moves to a buffer of its own.
  */
 export class RecordBatchWriter {
   #buf: Buffer;
+  /** Where the batch starts in #buf (0 unless in a region). */
+  #base = 0;
+  /** The end of the writer's room in #buf. */
+  #limit: number;
+  /** True while #buf is someone else's (a region). */
+  #borrowed = false;
   #pos = BATCH_HEADER_BYTES;
   #count = 0;
   #maxTimestampDelta = 0;
 
   /**
    * capacity: bytes of the records to come (their recordBytes() summed, or an estimate). With a pool,
-   * the buffer comes from it, and release() hands it back.
+   * the buffer comes from it, and release() hands it back. With a region, the batch is written at
+   * region[base, base + BATCH_HEADER_BYTES + capacity), a buffer the caller owns (release() leaves it
+   * alone); records that outgrow it move to a buffer from the pool.
    */
-  constructor(capacity: number, private readonly pool: BufferPool | null = null) {
+  constructor(capacity: number, private readonly pool: BufferPool | null = null, region: Buffer | null = null, base = 0) {
     const n = BATCH_HEADER_BYTES + Math.max(0, capacity);
-    this.#buf = pool === null ? Buffer.allocUnsafe(n) : pool.take(n);
+    if (region === null) {
+      this.#buf = pool === null ? Buffer.allocUnsafe(n) : pool.take(n);
+      this.#limit = this.#buf.length;
+    } else {
+      this.#buf = region;
+      this.#base = base;
+      this.#limit = Math.min(region.length, base + n);
+      this.#pos = base + BATCH_HEADER_BYTES;
+      this.#borrowed = true;
+    }
   }
 
-  /** Gives the buffer back to the pool (the writer and what seal() returned are not used again). */
+  #moveTo(own: Buffer): void {
+    const used = this.#pos - this.#base;
+    this.#buf.copy(own, 0, this.#base, this.#pos);
+    if (!this.#borrowed) this.pool?.give(this.#buf);
+    this.#buf = own;
+    this.#base = 0;
+    this.#limit = own.length;
+    this.#pos = used;
+    this.#borrowed = false;
+  }
+
+  /** True while the batch lies at buf[base, ...): written in the caller's region, not moved. */
+  isAt(buf: Buffer, base: number): boolean {
+    return this.#borrowed && this.#buf === buf && this.#base === base;
+  }
+
+  /**
+   * Moves the records out of a region into a buffer of the writer's own (nothing if not in one): the
+   * region may then be sent or reused while this batch is sealed again elsewhere.
+   */
+  detach(): void {
+    if (!this.#borrowed) return;
+    const n = this.#pos - this.#base;
+    this.#moveTo(this.pool === null ? Buffer.allocUnsafe(n) : this.pool.take(n));
+  }
+
+  /** Gives the buffer back to the pool (the writer and what seal() returned are not used again); a region stays its owner's. */
   release(): void {
-    this.pool?.give(this.#buf);
+    if (!this.#borrowed) this.pool?.give(this.#buf);
   }
 
   /** Records appended so far. */
@@ -143,20 +189,17 @@ export class RecordBatchWriter {
 
   /** Bytes of the batch so far, header included. */
   get size(): number {
-    return this.#pos;
+    return this.#pos - this.#base;
   }
 
   #ensure(n: number): void {
-    if (this.#pos + n <= this.#buf.length) return;
-    const size = Math.max(2 * this.#buf.length, this.#pos + n);
-    const bigger = this.pool === null ? Buffer.allocUnsafe(size) : this.pool.take(size);
-    this.#buf.copy(bigger, 0, 0, this.#pos);
-    this.pool?.give(this.#buf);
-    this.#buf = bigger;
+    if (this.#pos + n <= this.#limit) return;
+    const size = Math.max(2 * (this.#limit - this.#base), this.#pos - this.#base + n);
+    this.#moveTo(this.pool === null ? Buffer.allocUnsafe(size) : this.pool.take(size));
   }
 
   #head(bodyBytes: number, timestampDelta: number): number {
-    this.#ensure(bodyBytes + 5);
+    this.#ensure(varintBytes(bodyBytes) + bodyBytes);
     if (timestampDelta > this.#maxTimestampDelta) this.#maxTimestampDelta = timestampDelta;
     let o = putVarint(this.#buf, this.#pos, bodyBytes);
     this.#buf[o++] = 0;
@@ -217,35 +260,49 @@ export class RecordBatchWriter {
    */
   async seal(codec: number, firstTimestamp: number, producer: BatchProducer): Promise<Buffer> {
     const c = codec & CODEC_MASK;
-    if (c === 0) return this.#sealed(this.#buf, this.#pos, 0, firstTimestamp, producer);
-    const compressed = await compressRecords(c, this.#buf.subarray(BATCH_HEADER_BYTES, this.#pos));
+    if (c === 0) return this.sealUncompressed(firstTimestamp, producer);
+    const compressed = await compressRecords(c, this.#buf.subarray(this.#base + BATCH_HEADER_BYTES, this.#pos));
     const out = Buffer.allocUnsafe(BATCH_HEADER_BYTES + compressed.length);
     compressed.copy(out, BATCH_HEADER_BYTES);
-    return this.#sealed(out, out.length, c, firstTimestamp, producer);
+    return this.#sealed(out, 0, out.length, c, firstTimestamp, producer);
   }
 
-  #sealed(b: Buffer, end: number, codec: number, firstTimestamp: number, p: BatchProducer): Buffer {
-    b.writeBigInt64BE(0n, 0);
-    b.writeInt32BE(end - 12, 8);
+  /** seal() without a codec, synchronous: the header and CRC written where the records lie. */
+  sealUncompressed(firstTimestamp: number, producer: BatchProducer): Buffer {
+    return this.#sealed(this.#buf, this.#base, this.#pos, 0, firstTimestamp, producer);
+  }
+
+  #sealed(b: Buffer, at: number, end: number, codec: number, firstTimestamp: number, p: BatchProducer): Buffer {
+    b.writeBigInt64BE(0n, at);
+    b.writeInt32BE(end - at - 12, at + 8);
     // As kafkajs: the broker sets the partition leader epoch when it appends the batch.
-    b.writeInt32BE(0, 12);
-    b[16] = MAGIC;
-    b.writeInt16BE(codec | (p.transactional ? TRANSACTIONAL_FLAG : 0), 21);
-    b.writeInt32BE(this.#count - 1, 23);
-    b.writeBigInt64BE(BigInt(firstTimestamp), 27);
-    b.writeBigInt64BE(BigInt(firstTimestamp + this.#maxTimestampDelta), 35);
-    b.writeBigInt64BE(p.producerId, 43);
-    b.writeInt16BE(p.producerEpoch, 51);
-    b.writeInt32BE(p.firstSequence, 53);
-    b.writeInt32BE(this.#count, 57);
-    b.writeUInt32BE(crc32c(b, CRC_FROM, end), 17);
-    return b.subarray(0, end);
+    b.writeInt32BE(0, at + 12);
+    b[at + 16] = MAGIC;
+    b.writeInt16BE(codec | (p.transactional ? TRANSACTIONAL_FLAG : 0), at + 21);
+    b.writeInt32BE(this.#count - 1, at + 23);
+    b.writeBigInt64BE(BigInt(firstTimestamp), at + 27);
+    b.writeBigInt64BE(BigInt(firstTimestamp + this.#maxTimestampDelta), at + 35);
+    b.writeBigInt64BE(p.producerId, at + 43);
+    b.writeInt16BE(p.producerEpoch, at + 51);
+    b.writeInt32BE(p.firstSequence, at + 53);
+    b.writeInt32BE(this.#count, at + 57);
+    b.writeUInt32BE(crc32c(b, at + CRC_FROM, end), at + 17);
+    return at === 0 && end === b.length ? b : b.subarray(at, end);
   }
 }
 
 /** The bytes appendRange() writes for a record of kn key bytes (-1: null) and vn value bytes, at most. */
 export function recordBytes(kn: number, vn: number): number {
   return RECORD_FRAMING_MAX_BYTES + Math.max(kn, 0) + vn;
+}
+
+/**
+ * The exact bytes appendRange() writes for the record at offsetDelta of a batch, with kn key bytes
+ * (-1: null), vn value bytes and timestamp delta 0: what lets a request be laid out before it is written.
+ */
+export function rangeRecordBytes(kn: number, vn: number, offsetDelta: number): number {
+  const body = 1 + 1 + varintBytes(offsetDelta) + varintBytes(kn) + Math.max(kn, 0) + varintBytes(vn) + vn + 1;
+  return varintBytes(body) + body;
 }
 
 /** A message as kafkajs's producer takes it (the fields the encoder reads). */

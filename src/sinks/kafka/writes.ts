@@ -5,9 +5,8 @@ import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
 import { rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSet } from '../../kafka/producer.js';
-import { BufferPool } from '../../kafka/buffer-pool.js';
-import { preparedBatchesAccepted, PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
-import { RECORD_FRAMING_MAX_BYTES, RecordBatchWriter } from '../../kafka/record-batch.js';
+import { layoutRequest, preparedBatchesAccepted, type PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
+import { rangeRecordBytes } from '../../kafka/record-batch.js';
 import { RecordsRefused, sendRefusingOversizeBy } from '../../kafka/refusals.js';
 import { RECORD_OVERHEAD_BYTES, requestBudget } from '../../kafka/requests.js';
 import type { TopicLimits } from '../../kafka/topics.js';
@@ -47,10 +46,8 @@ export function* requests(c: GroupWriteContext, g: GroupMessages, ids: readonly 
     if (p > maxPartition) maxPartition = p;
     if (p < 0) prepared = false;
   }
-  // Per partition (index p + 1; 0 for "not known"): bytes counted against the budget, and the
-  // record bytes its batch will hold.
+  // Per partition (index p + 1; 0 for "not known"): bytes counted against the budget.
   const used = new Float64Array(maxPartition + 2);
-  const capacity = new Float64Array(maxPartition + 2);
   let touched: number[] = [];
   let from = 0;
   for (let x = 0; x <= ids.length; x++) {
@@ -62,31 +59,43 @@ export function* requests(c: GroupWriteContext, g: GroupMessages, ids: readonly 
       size = g.size(k) + RECORD_OVERHEAD_BYTES;
     }
     if (x === ids.length ? x > from : x > from && used[p]! > 0 && used[p]! + size > budget) {
-      yield prepared ? preparedRequest(g, ids, from, x, touched, capacity) : plainRequest(g, ids, from, x);
-      for (const q of touched) used[q] = capacity[q] = 0;
+      yield prepared ? preparedRequest(g, ids, from, x, touched, maxPartition + 2) : plainRequest(g, ids, from, x);
+      for (const q of touched) used[q] = 0;
       touched = [];
       from = x;
     }
     if (x === ids.length) break;
     if (used[p] === 0) touched.push(p);
     used[p]! += size;
-    capacity[p]! += size - RECORD_OVERHEAD_BYTES + RECORD_FRAMING_MAX_BYTES;
   }
 }
 
-/** Record-batch buffers, reused once their request was answered (releasePrepared). */
-const BATCHES = new BufferPool(16 * 1024 * 1024);
-
-function preparedRequest(g: GroupMessages, ids: readonly number[], from: number, to: number, touched: readonly number[], capacity: Float64Array): SinkRequest {
-  const writers = new Array<RecordBatchWriter | undefined>(capacity.length);
-  for (const p of touched) writers[p] = new RecordBatchWriter(capacity[p]!, BATCHES);
+/**
+ * The request of messages ids[from, to): each partition's exact record bytes counted first, so the
+ * request is laid out in one buffer (layoutRequest) and every record written straight from the
+ * rows' bytes to its place in the request that is sent.
+ */
+function preparedRequest(g: GroupMessages, ids: readonly number[], from: number, to: number, touched: readonly number[], slots: number): SinkRequest {
+  const records = new Int32Array(slots);
+  const bytes = new Float64Array(slots);
+  for (let x = from; x < to; x++) {
+    const k = ids[x]!;
+    const w = g.writes[g.write[k]!]!;
+    const i = g.msg[k]!;
+    const p = w.partition[i]! + 1;
+    bytes[p]! += rangeRecordBytes(w.keyEnd[i]! - w.keyStart[i]!, w.valueEnd[i]! - w.valueStart[i]!, records[p]!++);
+  }
+  const order = [...touched].sort((a, b) => a - b);
+  const batches = layoutRequest(order.map((p) => p - 1), order.map((p) => bytes[p]!));
+  const writers = new Array<PreparedBatch['writer'] | undefined>(slots);
+  for (let j = 0; j < order.length; j++) writers[order[j]!] = batches[j]!.writer;
   for (let x = from; x < to; x++) {
     const k = ids[x]!;
     const w = g.writes[g.write[k]!]!;
     const i = g.msg[k]!;
     writers[w.partition[i]! + 1]!.appendRange(w.keys, w.keyStart[i]!, w.keyEnd[i]!, w.values, w.valueStart[i]!, w.valueEnd[i]!);
   }
-  return { count: to - from, messages: touched.map((p) => new PreparedBatch(p - 1, writers[p]!)) };
+  return { count: to - from, messages: batches };
 }
 
 function plainRequest(g: GroupMessages, ids: readonly number[], from: number, to: number): SinkRequest {
