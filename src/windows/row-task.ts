@@ -33,6 +33,8 @@ export function rowsTask(cells: ClosedCells, settings: RowSettings, where: Where
 export class RowWorkshop {
   readonly #formatters = new Map<string, RowFormatter>();
   readonly #keys = new KeyArenaReader();
+  /** Where identity keys are written before they are copied out (a worker formats one task at a time). */
+  #scratch: Buffer = Buffer.allocUnsafeSlow(0);
 
   format(task: RowsTask): RowsWire {
     const t0 = performance.now();
@@ -57,12 +59,16 @@ export class RowWorkshop {
     let keyEnds: Int32Array | null = null;
     if (task.identityKeys) {
       keyEnds = new Int32Array(n);
-      let buf = Buffer.allocUnsafe(Math.max(4096, n * 160));
+      // Written into the workshop's scratch buffer (kept across tasks, grown to the largest chunk's
+      // keys), then copied once into a buffer of their exact size, the one transferred: a fresh
+      // buffer grown by doubling cost two or three allocations of fresh pages (400-byte keys) and
+      // sent a half-empty one.
+      let buf = this.#scratch;
       let end = 0;
       for (let i = 0; i < n; i++) {
         let e = batch.identityKeyInto!(i, buf, end);
         while (e < 0) {
-          const bigger = Buffer.allocUnsafe(2 * buf.length);
+          const bigger = Buffer.allocUnsafeSlow(Math.max(2 * buf.length, 65536));
           buf.copy(bigger, 0, 0, end);
           buf = bigger;
           e = batch.identityKeyInto!(i, buf, end);
@@ -70,7 +76,9 @@ export class RowWorkshop {
         end = e;
         keyEnds[i] = end;
       }
-      identities = buf.subarray(0, end);
+      this.#scratch = buf;
+      identities = new Uint8Array(end);
+      identities.set(buf.subarray(0, end));
     }
     return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
   }

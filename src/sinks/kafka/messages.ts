@@ -141,7 +141,8 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
       // The batch writes the key itself, from its cached parts; it says when the buffer is short.
       let end = keyInto(i, keys.buf, keys.end);
       while (end < 0) {
-        keys.room(keys.buf.length);
+        // Room for the rest at the mean key size so far (one growth, not a doubling per size class).
+        keys.room(Math.max(4096, Math.ceil(((keys.end + 1024) / (i + 1)) * (n - i) * 1.25)));
         end = keyInto(i, keys.buf, keys.end);
       }
       keys.end = end;
