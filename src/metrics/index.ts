@@ -181,6 +181,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   m.workerFailures.inc({ retried: 'true' }, 0);
   m.workerFailures.inc({ retried: 'false' }, 0);
   for (const r of ['ok', 'error']) m.commits.inc({ result: r }, 0);
+  for (const o of ['amended', 'dead_lettered', 'beyond_horizon']) m.lateRecords.inc({ outcome: o }, 0);
   return m;
 }
 
