@@ -3,7 +3,7 @@
 // (the workers' dictionaries it copies), keeps it a while and drops it. V8 let the main thread's old
 // generation grow to four times what survived its last full collection, so that garbage alone took its
 // heap to 436-483 MiB and RSS to 981-1,044 MiB against a budget of 952 (the workers stayed at 100 MiB
-// of their 256); the engine bounds the growth (src/config/memory.ts boundHeapGrowth): 766 MiB.
+// of their 256); the engine bounds the growth (src/config/memory.ts boundHeapGrowth): 766-790 MiB.
 import t from 'tap';
 import { HEAP_GROWING_PERCENT, rssBudgetMb } from '../../src/config/memory.js';
 import { flood, median } from '../fixtures/state-memory.js';
