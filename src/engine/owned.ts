@@ -11,7 +11,7 @@
 // with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
 import { Gate } from '../async/index.js';
 import { messageCount, type Batch } from '../core/batch.js';
-import type { RejectReason } from '../core/messages.js';
+import type { DecodeResult, RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import type { LaneOwners } from '../pool/owners.js';
 import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
@@ -26,6 +26,13 @@ import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
 import type { EngineOptions, EngineTotals } from './types.js';
+
+/**
+ * The decode result stays in the owner, so the messages of refused cells are not known here: their
+ * dead letters re-read the whole part (late and over-limit records are rare; the owner could send
+ * each message's cell along next).
+ */
+const WHOLE_BATCH: Pick<DecodeResult, 'series' | 'cells'> = { series: [], cells: new Float64Array(0) };
 
 export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPlacement' | 'percentiles' | 'percentileAccuracy' | 'lateRecords' | 'amendHorizonSeconds' | 'emitChunk'> {
   readonly owners: LaneOwners;
@@ -298,7 +305,7 @@ export class OwnedEngine implements LaneHost {
         metrics.replayed.inc(applied.rebuilt);
       }
       if (applied.late.length > 0 || applied.overLimit.length > 0) {
-        const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, part.watermarkBefore, nowMs);
+        const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, WHOLE_BATCH, applied.late, applied.overLimit, part.watermarkBefore, nowMs);
         const lateN = lateLetters(entries);
         if (beyondHorizon > 0) metrics.lateRecords.inc({ outcome: 'beyond_horizon' }, beyondHorizon);
         if (lateN > beyondHorizon) metrics.lateRecords.inc({ outcome: 'dead_lettered' }, lateN - beyondHorizon);
