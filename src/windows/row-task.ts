@@ -45,35 +45,42 @@ export class RowWorkshop {
     }
     const keys = Array.isArray(task.keys) ? (task.keys as readonly string[]) : this.#keys.keys((task.keys as { arena: KeyArenaRef }).arena, (task.keys as { ids: Int32Array }).ids);
     const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null, task.quality ?? null), task.where);
-    const bytes = batch.ndjsonBytes!();
-    const n = keys.length;
-    const lineEnds = new Int32Array(n);
-    let o = -1;
-    for (let i = 0; i < n; i++) {
-      o = bytes.indexOf(0x0a, o + 1);
-      lineEnds[i] = o;
-    }
-    let identities: Uint8Array | null = null;
-    let keyEnds: Int32Array | null = null;
-    if (task.identityKeys) {
-      keyEnds = new Int32Array(n);
-      let buf = Buffer.allocUnsafe(Math.max(4096, n * 160));
-      let end = 0;
-      for (let i = 0; i < n; i++) {
-        let e = batch.identityKeyInto!(i, buf, end);
-        while (e < 0) {
-          const bigger = Buffer.allocUnsafe(2 * buf.length);
-          buf.copy(bigger, 0, 0, end);
-          buf = bigger;
-          e = batch.identityKeyInto!(i, buf, end);
-        }
-        end = e;
-        keyEnds[i] = end;
-      }
-      identities = buf.subarray(0, end);
-    }
-    return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
+    return rowsWire(batch, keys.length, task.identityKeys, t0);
   }
+}
+
+/**
+ * A formatted batch as it crosses back to the main thread: its NDJSON bytes, each line's end, and the
+ * identity keys when asked (`t0`: when the work began, for the seconds it took).
+ */
+export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: number): RowsWire {
+  const bytes = batch.ndjsonBytes!();
+  const lineEnds = new Int32Array(n);
+  let o = -1;
+  for (let i = 0; i < n; i++) {
+    o = bytes.indexOf(0x0a, o + 1);
+    lineEnds[i] = o;
+  }
+  let identities: Uint8Array | null = null;
+  let keyEnds: Int32Array | null = null;
+  if (identityKeys) {
+    keyEnds = new Int32Array(n);
+    let buf = Buffer.allocUnsafe(Math.max(4096, n * 160));
+    let end = 0;
+    for (let i = 0; i < n; i++) {
+      let e = batch.identityKeyInto!(i, buf, end);
+      while (e < 0) {
+        const bigger = Buffer.allocUnsafe(2 * buf.length);
+        buf.copy(bigger, 0, 0, end);
+        buf = bigger;
+        e = batch.identityKeyInto!(i, buf, end);
+      }
+      end = e;
+      keyEnds[i] = end;
+    }
+    identities = buf.subarray(0, end);
+  }
+  return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
 }
 
 /**
