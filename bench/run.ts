@@ -11,6 +11,7 @@ import { refreshTuningTable, writeBenchmarksDoc } from './lib/report.js';
 import { ceilometerScenario } from './scenarios/ceilometer.js';
 import { decodeScenario } from './scenarios/decode.js';
 import { kafkaE2eScenario } from './scenarios/kafka-e2e.js';
+import { lateDataScenario } from './scenarios/late-data.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { pgSinkScenario } from './scenarios/pg-sink.js';
 import { redisXapiScenario } from './scenarios/redis-xapi.js';
@@ -34,6 +35,7 @@ const SCENARIOS: readonly Scenario[] = [
   sustainedScenario,
   memoryScenario,
   redisXapiScenario,
+  lateDataScenario,
 ];
 /** Short names accepted by --only, besides the ids. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -48,6 +50,7 @@ const ALIASES: Readonly<Record<string, string>> = {
   seed001: 'query',
   pg: 'pg-sink',
   redis: 'redis-xapi',
+  late: 'late-data',
 };
 
 /**

@@ -5,6 +5,8 @@ export const ERROR_CODES = [
   'STREAMSTATS_POOL_CLOSED',
   'STREAMSTATS_SOURCE',
   'STREAMSTATS_SINK',
+  /** LANE_STATE=worker: a worker that owned lanes died (crash, TASK_TIMEOUT_SECONDS, WORKER_MAX_MEMORY_MB) with their state. */
+  'STREAMSTATS_LANE_OWNER_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

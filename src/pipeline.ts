@@ -5,10 +5,13 @@ import { Registry } from 'prom-client';
 import type { Config } from './config/index.js';
 import { Decoder, dictionaryBytesFor } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
-import { Engine, type EngineTotals } from './engine/index.js';
+import { Engine, type EngineOptions, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
 import { createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
+import { LaneOwners } from './pool/owners.js';
+import { OwnedEngine } from './engine/owned.js';
+import { SharedSeriesBudget } from './windows/store.js';
 import { openDeadLetter } from './sinks/dead-letter.js';
 import { createSink } from './sinks/index.js';
 import { StreamSource } from './sources/file.js';
@@ -115,7 +118,8 @@ export class Pipeline {
     const registry = this.#deps.registry ?? new Registry();
     const metrics = createMetrics(registry);
     const settings = decoderSettings(config);
-    const pool = new DecodePool({
+    // LANE_STATE=worker: the lanes' owners take the decode pool's place, once the sink says what its rows need.
+    const decodePool = config.laneState === 'worker' ? null : new DecodePool({
       threads: config.workerThreads,
       maxInFlight: config.poolQueue,
       settings,
@@ -136,8 +140,7 @@ export class Pipeline {
     if (config.source.kind === 'kafka') await import('./sources/kafka/preload.js');
     const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
     const deadLetter = await openDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
-    const engine: Engine = new Engine({
-      pool,
+    const engineOptions: Omit<EngineOptions, 'pool'> = {
       sink,
       deadLetter,
       metrics,
@@ -145,14 +148,10 @@ export class Pipeline {
       sourceName: config.source.kind === 'redis' ? `redis:${config.redis.streams.join(',')}` : config.source.kind === 'kafka' ? `kafka:${config.kafka.topics.join(',')}` : config.source.kind === 'file' ? `file:${config.source.path}` : config.source.kind,
       windowSeconds: config.windowSeconds,
       allowedLatenessSeconds: config.allowedLatenessSeconds,
-      lateRecords: config.lateRecords,
-      amendHorizonSeconds: config.amendHorizonSeconds,
       watermarkConfirmRecords: config.watermarkConfirmRecords,
       maxSeries: config.maxSeries,
       maxStateMb: config.maxStateMb,
       decoder: new Decoder(settings),
-      percentiles: config.percentiles,
-      percentileAccuracy: config.percentileAccuracy,
       autoOpenLanes: config.source.kind !== 'kafka' && config.source.kind !== 'redis',
       // Fatal means fatal: /readyz turns 503 at once, intake stops, and run() rejects after the
       // ordered shutdown, so the process exits non-zero (the supervisor restarts it; the commit
@@ -163,7 +162,43 @@ export class Pipeline {
         this.#deps.onFatal?.(err);
         this.#source?.stop();
       },
-    });
+    };
+    let pool: DecodePool | LaneOwners;
+    let engine: Engine | OwnedEngine;
+    if (decodePool === null) {
+      const budget = new SharedSeriesBudget(config.maxSeries, config.maxStateMb * 1024 * 1024);
+      const owners = new LaneOwners({
+        threads: config.workerThreads,
+        maxInFlight: config.poolQueue,
+        settings: {
+          decoder: settings,
+          windowMs: config.windowSeconds * 1000,
+          latenessMs: config.allowedLatenessSeconds * 1000,
+          confirmRecords: config.watermarkConfirmRecords,
+          maxSeries: config.maxSeries,
+          maxStateBytes: budget.maxBytes,
+          budget: budget.buffer,
+          rows: { windowMs: config.windowSeconds * 1000, maxEntries: config.maxSeries },
+          identityKeys: sink.readsIdentityKeys === true,
+        },
+        workerMaxMemoryMb: config.workerMaxMemoryMb,
+        taskTimeoutMs: config.taskTimeoutSeconds * 1000,
+        onPoolError: (err) => logger.error({ err }, 'lane owners error outside a task (a worker failed to start?)'),
+        ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
+      });
+      pool = owners;
+      engine = new OwnedEngine({ ...engineOptions, owners, budget });
+    } else {
+      pool = decodePool;
+      engine = new Engine({
+        ...engineOptions,
+        pool: decodePool,
+        lateRecords: config.lateRecords,
+        amendHorizonSeconds: config.amendHorizonSeconds,
+        percentiles: config.percentiles,
+        percentileAccuracy: config.percentileAccuracy,
+      });
+    }
     let source: PullSource | KafkaSource | RedisSource;
     let pull: PullSource | null = null;
     if (config.source.kind === 'kafka') {
@@ -306,7 +341,7 @@ export class Pipeline {
     };
   }
 
-  #startProgress(source: PullSource, engine: Engine, started: number): void {
+  #startProgress(source: PullSource, engine: Pick<Engine, 'totals'>, started: number): void {
     const mode = this.#config.progress;
     if (mode === 'off' || (mode === 'auto' && !process.stderr.isTTY)) return;
     this.#progressTimer = setInterval(() => {
@@ -324,7 +359,7 @@ export class Pipeline {
   }
 
   /** Kafka, Redis: records, the recent rate, the lag and the lanes held, once a second in a TTY. */
-  #startEndlessProgress(engine: Engine, metrics: Metrics): void {
+  #startEndlessProgress(engine: Pick<Engine, 'totals'>, metrics: Metrics): void {
     const mode = this.#config.progress;
     if (mode === 'off' || (mode === 'auto' && !process.stderr.isTTY)) return;
     let prev = { at: performance.now(), records: engine.totals.records };

@@ -9,6 +9,7 @@ import { parseDeadLetter, parseSink, parseSource, type DeadLetterSpec, type Sink
 import { parseKafka, type KafkaConfig } from './kafka.js';
 import { parseRedisConfig, type RedisConfig } from '../sources/redis/config.js';
 import type { OptionName } from './options.js';
+import type { ConfigError } from '../errors.js';
 import { Reader, type Env } from './reader.js';
 import type { FormatSpec } from '../core/formats/index.js';
 
@@ -52,6 +53,8 @@ export interface Config {
   maxSeriesKeyBytes: number;
   maxFutureSeconds: number;
   workerThreads: number;
+  /** Where the lanes' window state lives (LANE_STATE): the main thread, or the worker that owns each lane. */
+  laneState: 'main' | 'worker';
   /** Why this thread count: logged at start. */
   workerThreadsReason: string;
   batchSize: number;
@@ -177,6 +180,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     maxSeriesKeyBytes: r.get('MAX_SERIES_KEY_BYTES'),
     maxFutureSeconds: r.get('MAX_FUTURE_SECONDS'),
     ...threads,
+    laneState: r.get('LANE_STATE'),
     batchSize: r.get('BATCH_SIZE'),
     batchMaxBytes: r.get('BATCH_MAX_BYTES'),
     workerMaxMemoryMb: r.get('WORKER_MAX_MEMORY_MB'),
@@ -192,10 +196,26 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     shutdownTimeoutSeconds: r.get('SHUTDOWN_TIMEOUT_SECONDS'),
   };
   checkConfiguredNames(config, r);
+  checkLaneState(config, r);
   if (config.batchMaxBytes < config.maxMessageBytes) {
     throw r.fail('BATCH_MAX_BYTES', String(config.batchMaxBytes), `must be at least MAX_MESSAGE_BYTES (${config.maxMessageBytes})`);
   }
   return config;
+}
+
+/**
+ * LANE_STATE=worker runs what its owners support, and says which option stands in the way of the
+ * rest: rows formatted as bytes in the owner (sinks that read only bytes, with one write per chunk),
+ * open series counted in a shared budget (no sketches, no kept windows).
+ */
+function checkLaneState(c: Config, r: Reader): void {
+  if (c.laneState !== 'worker') return;
+  const refuse = (why: string): ConfigError => r.fail('LANE_STATE', 'worker', why);
+  if (c.workerThreads < 1) throw refuse(`needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=${c.workerThreads}), or LANE_STATE=main`);
+  if (c.sink.kind === 'postgres') throw refuse('needs SINK=stdout, file:PATH or kafka (rows are formatted as bytes in the workers; the PostgreSQL sink reads row objects), or LANE_STATE=main');
+  if (c.sink.kind === 'kafka' && c.sink.exactlyOnce) throw refuse('needs EXACTLY_ONCE=false (not yet with transactions), or LANE_STATE=main');
+  if (c.percentiles.length > 0) throw refuse(`needs PERCENTILES unset (sketches stay on the main thread; PERCENTILES=${r.raw('PERCENTILES')}), or LANE_STATE=main`);
+  if (c.lateRecords === 'amend') throw refuse('needs LATE_RECORDS=dead-letter (closed windows kept for amendment stay on the main thread), or LANE_STATE=main');
 }
 
 /**

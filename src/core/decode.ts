@@ -279,6 +279,7 @@ export class Decoder {
     // only a series that moves to another window puts the cell it leaves here (most batches never build a key).
     const otherCells = new Map<string, number>();
     let cells = new Float64Array(CELL.STRIDE * 64);
+    const messageCells = new Int32Array(offsets.length - 1).fill(-1);
     let nCells = 0;
     let ok = 0;
     let maxEventMs = -Infinity;
@@ -291,7 +292,7 @@ export class Decoder {
       buf,
       offsets,
       nowMs,
-      (rec, _msg, _elem, _raw, leaf) => {
+      (rec, msg, _elem, _raw, leaf) => {
         if (leaf.stamp !== stamp) {
           leaf.stamp = stamp;
           leaf.local = series.length;
@@ -329,6 +330,8 @@ export class Decoder {
           leaf.lastWindow = ws;
           leaf.lastCell = c;
         }
+        const had = messageCells[msg]!;
+        if (had !== c) messageCells[msg] = had === -1 ? c : -2;
         // Welford update, inlined on the typed array (this is the hot loop).
         const o = c * CELL.STRIDE;
         const x = rec.value;
@@ -364,6 +367,7 @@ export class Decoder {
       ok,
       series,
       cells: cells.slice(0, nCells * CELL.STRIDE),
+      messageCells,
       rejects,
       maxEventMs,
       ...packed,

@@ -155,6 +155,12 @@ export interface DecodeResult {
    */
   readonly sketchOffsets?: Uint32Array;
   readonly sketchPairs?: Float64Array;
+  /**
+   * Per message, the cell its accepted records went to: -1 none (rejected), -2 several (an array
+   * spanning series or windows). A late or over-limit cell's records are found again by re-reading
+   * the messages of that cell (and the mixed ones), not the whole batch. Absent: the whole batch.
+   */
+  readonly messageCells?: Int32Array;
   /** Largest event time (ms) among accepted records; -Infinity when none. */
   readonly maxEventMs: number;
   /** Time spent parsing + aggregating inside the decoder, in seconds (measured where it ran). */

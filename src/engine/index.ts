@@ -267,7 +267,7 @@ export class Engine implements LaneHost {
       metrics.replayed.inc(applied.rebuilt);
     }
     if (applied.late.length > 0 || applied.overLimit.length > 0) {
-      const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, applied.late, applied.overLimit, watermarkBefore, nowMs);
+      const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, r, applied.late, applied.overLimit, watermarkBefore, nowMs);
       const lateN = lateLetters(entries);
       if (beyondHorizon > 0) metrics.lateRecords.inc({ outcome: 'beyond_horizon' }, beyondHorizon);
       if (lateN > beyondHorizon) metrics.lateRecords.inc({ outcome: 'dead_lettered' }, lateN - beyondHorizon);

@@ -107,6 +107,18 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       labelNames: ['topic', 'partition', 'stream'] as const,
       registers,
     }),
+    catchUpSeconds: new Gauge({
+      name: `${PREFIX}catch_up_seconds`,
+      help: 'Estimated seconds until the lag is gone: lag / (consume rate - produce rate) over the last minute; 0 keeping up, +Inf falling behind (labelled as the lag metrics are)',
+      labelNames: ['topic', 'partition', 'stream'] as const,
+      registers,
+    }),
+    lagState: new Gauge({
+      name: `${PREFIX}lag_state`,
+      help: '1 for the lane\'s state, 0 for the others: keeping_up (nothing behind, or the oldest unprocessed record at most 10 s old), catching_up (lag shrinking over the last minute), falling_behind (lag not shrinking)',
+      labelNames: ['topic', 'partition', 'stream', 'state'] as const,
+      registers,
+    }),
     commits: new Counter({ name: `${PREFIX}commits_total`, help: 'Offset commits by result', labelNames: ['result'] as const, registers }),
     commitSeconds: new Histogram({ name: `${PREFIX}commit_seconds`, help: 'Offset commit latency', buckets: SECONDS_BUCKETS, registers }),
     rebalances: new Counter({ name: `${PREFIX}rebalances_total`, help: 'Consumer group joins (each a new assignment)', registers }),
@@ -169,6 +181,7 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
   m.workerFailures.inc({ retried: 'true' }, 0);
   m.workerFailures.inc({ retried: 'false' }, 0);
   for (const r of ['ok', 'error']) m.commits.inc({ result: r }, 0);
+  for (const o of ['amended', 'dead_lettered', 'beyond_horizon']) m.lateRecords.inc({ outcome: o }, 0);
   return m;
 }
 

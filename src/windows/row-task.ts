@@ -34,7 +34,7 @@ export class RowWorkshop {
   readonly #formatters = new Map<string, RowFormatter>();
   readonly #keys = new KeyArenaReader();
   /** Where identity keys are written before they are copied out (a worker formats one task at a time). */
-  #scratch: Buffer = Buffer.allocUnsafeSlow(0);
+  readonly #scratch: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) };
 
   format(task: RowsTask): RowsWire {
     const t0 = performance.now();
@@ -47,41 +47,52 @@ export class RowWorkshop {
     }
     const keys = Array.isArray(task.keys) ? (task.keys as readonly string[]) : this.#keys.keys((task.keys as { arena: KeyArenaRef }).arena, (task.keys as { ids: Int32Array }).ids);
     const batch = fmt.format(new ClosedCells(keys, task.starts, task.stats, null, task.quality ?? null), task.where);
-    const bytes = batch.ndjsonBytes!();
-    const n = keys.length;
-    const lineEnds = new Int32Array(n);
-    let o = -1;
-    for (let i = 0; i < n; i++) {
-      o = bytes.indexOf(0x0a, o + 1);
-      lineEnds[i] = o;
-    }
-    let identities: Uint8Array | null = null;
-    let keyEnds: Int32Array | null = null;
-    if (task.identityKeys) {
-      keyEnds = new Int32Array(n);
-      // Written into the workshop's scratch buffer (kept across tasks, grown to the largest chunk's
-      // keys), then copied once into a buffer of their exact size, the one transferred: a fresh
-      // buffer grown by doubling cost two or three allocations of fresh pages (400-byte keys) and
-      // sent a half-empty one.
-      let buf = this.#scratch;
-      let end = 0;
-      for (let i = 0; i < n; i++) {
-        let e = batch.identityKeyInto!(i, buf, end);
-        while (e < 0) {
-          const bigger = Buffer.allocUnsafeSlow(Math.max(2 * buf.length, 65536));
-          buf.copy(bigger, 0, 0, end);
-          buf = bigger;
-          e = batch.identityKeyInto!(i, buf, end);
-        }
-        end = e;
-        keyEnds[i] = end;
-      }
-      this.#scratch = buf;
-      identities = new Uint8Array(end);
-      identities.set(buf.subarray(0, end));
-    }
-    return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
+    return rowsWire(batch, keys.length, task.identityKeys, t0, this.#scratch);
   }
+}
+
+/** A buffer a formatting thread keeps for identity keys across batches (rowsWire grows it). */
+export interface KeyScratch {
+  buf: Buffer;
+}
+
+/**
+ * A formatted batch as it crosses back to the main thread: its NDJSON bytes, each line's end, and the
+ * identity keys when asked (`t0`: when the work began, for the seconds it took). Keys are written into
+ * `scratch` (kept by the caller across batches, grown to the largest batch's keys) and copied once
+ * into a buffer of their exact size: a fresh buffer at 160 bytes a row grew by doubling for 400-byte
+ * keys (two or three fresh allocations a batch) and crossed half empty.
+ */
+export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: number, scratch: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) }): RowsWire {
+  const bytes = batch.ndjsonBytes!();
+  const lineEnds = new Int32Array(n);
+  let o = -1;
+  for (let i = 0; i < n; i++) {
+    o = bytes.indexOf(0x0a, o + 1);
+    lineEnds[i] = o;
+  }
+  let identities: Uint8Array | null = null;
+  let keyEnds: Int32Array | null = null;
+  if (identityKeys) {
+    keyEnds = new Int32Array(n);
+    let buf = scratch.buf;
+    let end = 0;
+    for (let i = 0; i < n; i++) {
+      let e = batch.identityKeyInto!(i, buf, end);
+      while (e < 0) {
+        const bigger = Buffer.allocUnsafeSlow(Math.max(2 * buf.length, 65536));
+        buf.copy(bigger, 0, 0, end);
+        buf = bigger;
+        e = batch.identityKeyInto!(i, buf, end);
+      }
+      end = e;
+      keyEnds[i] = end;
+    }
+    scratch.buf = buf;
+    identities = new Uint8Array(end);
+    identities.set(buf.subarray(0, end));
+  }
+  return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
 }
 
 /**

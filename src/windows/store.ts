@@ -86,6 +86,77 @@ export class SeriesBudget {
   }
 }
 
+/** What a window store needs of its budget: SeriesBudget on one thread, SharedSeriesBudget across owners. */
+export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release'>;
+
+/** Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64, at 8). */
+const SHARED_BUDGET_BYTES = 16;
+
+/**
+ * The open-series budget of lanes owned by several workers (LANE_STATE=worker): the same limits as
+ * SeriesBudget, counted with Atomics in one SharedArrayBuffer that every owner and the main thread
+ * (for the gauges) map, so MAX_SERIES and MAX_STATE_MB bound the process, not each worker. A new
+ * series reserves its count and bytes first and gives them back when a limit refuses it, so two
+ * owners racing for the last slot never both get it. It counts open series only: sketches and kept
+ * windows (PERCENTILES, LATE_RECORDS=amend) charge bytes by assignment, which the owners' mode does
+ * not allow, and a store that tries is told so.
+ */
+export class SharedSeriesBudget implements StateBudget {
+  readonly buffer: SharedArrayBuffer;
+  readonly #open: Int32Array;
+  readonly #bytes: BigInt64Array;
+
+  constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer) {
+    this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES);
+    this.#open = new Int32Array(this.buffer, 0, 1);
+    this.#bytes = new BigInt64Array(this.buffer, 8, 1);
+  }
+
+  get open(): number {
+    return Atomics.load(this.#open, 0);
+  }
+
+  get bytes(): number {
+    return Number(Atomics.load(this.#bytes, 0));
+  }
+
+  set bytes(_: number) {
+    throw new RangeError('a shared series budget counts open series only (PERCENTILES and LATE_RECORDS=amend keep the lanes\' state on the main thread)');
+  }
+
+  admit(key: string, extra = 0): 'count' | 'bytes' | null {
+    if (Atomics.add(this.#open, 0, 1) >= this.max) {
+      Atomics.sub(this.#open, 0, 1);
+      return 'count';
+    }
+    const b = seriesStateBytes(key);
+    const before = Number(Atomics.add(this.#bytes, 0, BigInt(b)));
+    if (before + b + extra > this.maxBytes) {
+      Atomics.sub(this.#bytes, 0, BigInt(b));
+      Atomics.sub(this.#open, 0, 1);
+      return 'bytes';
+    }
+    return null;
+  }
+
+  fits(extra: number): boolean {
+    return this.room(extra);
+  }
+
+  room(extra: number): boolean {
+    return this.bytes + extra <= this.maxBytes;
+  }
+
+  addReclaimer(): () => void {
+    throw new RangeError('a shared series budget has no kept windows to reclaim (LATE_RECORDS=amend keeps the lanes\' state on the main thread)');
+  }
+
+  release(key: string): void {
+    Atomics.sub(this.#open, 0, 1);
+    Atomics.sub(this.#bytes, 0, BigInt(seriesStateBytes(key)));
+  }
+}
+
 export interface ApplyOutcome {
   /**
    * (series key, window start) cells whose window was already closed: their records are late. With
@@ -135,7 +206,7 @@ function grown(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer
 export class WindowStore {
   readonly #windowMs: number;
   readonly #latenessMs: number;
-  readonly #budget: SeriesBudget;
+  readonly #budget: StateBudget;
   readonly #sketchAccuracy: number;
   #watermark = -Infinity;
   readonly #clock: StreamClock;
@@ -166,7 +237,7 @@ export class WindowStore {
   readonly #kept: KeptWindows | null;
   readonly #unregister: (() => void) | null;
 
-  constructor(opts: { windowMs: number; latenessMs: number; budget: SeriesBudget; sketchAccuracy?: number; confirmRecords?: number; amend?: AmendSettings }) {
+  constructor(opts: { windowMs: number; latenessMs: number; budget: StateBudget; sketchAccuracy?: number; confirmRecords?: number; amend?: AmendSettings }) {
     this.#sketchAccuracy = opts.sketchAccuracy ?? 0;
     this.#clock = new StreamClock(opts.latenessMs, opts.confirmRecords ?? WINDOW_STORE_DEFAULTS.confirmRecords);
     this.#windowMs = opts.windowMs;

@@ -3,65 +3,9 @@
 // 4,096 buckets were 396 MB the estimate never saw) and endless new series (the decoders' series
 // dictionaries, each full one kept on the main thread). The shipped CLI reads the flood on stdin for
 // a bounded time while its RSS is sampled from /proc: under the budget, and level by the end.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { rssBudgetMb } from '../../src/config/memory.js';
-import { CLI } from '../fixtures/engine-process.js';
-
-const FLOOD = fileURLToPath(new URL('../fixtures/state-flood.js', import.meta.url));
-
-/** MiB the last 10 s of a run may rise above the peak before them: under the swing of a collection. */
-const PLATEAU_MARGIN_MB = 8;
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : s[s.length >> 1]!;
-}
-
-function rssMb(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? 0 : Number(m[1]) / 1024;
-  } catch {
-    return 0;
-  }
-}
-
-/** Runs the CLI on `mode`'s flood for `seconds`; its largest RSS (MiB) and what it said on the way. */
-async function flood(t: Test, mode: string, floodArgs: string[], env: Record<string, string>, seconds: number): Promise<{ peak: number; samples: number[]; stderr: string; refused: number }> {
-  const feeder = spawn(process.execPath, [FLOOD, mode, ...floodArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const cli = spawn(process.execPath, [CLI], {
-    env: { ...process.env, SOURCE: 'stdin', SINK: 'file:/dev/null', DEAD_LETTER: 'stderr', PROGRESS: 'off', METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
-    stdio: [feeder.stdout, 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  let refused = 0;
-  // Dead letters go to stderr: count the refused records, keep only the log lines.
-  cli.stderr.setEncoding('utf8').on('data', (d: string) => {
-    for (const line of d.split('\n')) {
-      if (line.includes('"reason":"series_limit"')) refused++;
-      else if (line.includes('"level"') && stderr.length < 100_000) stderr += `${line}\n`;
-    }
-  });
-  const samples: number[] = [];
-  const exited = new Promise<number | null>((resolve) => cli.on('exit', (code) => resolve(code)));
-  let running = true;
-  void exited.then(() => (running = false));
-  const until = Date.now() + seconds * 1000;
-  while (running && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 500));
-    samples.push(rssMb(cli.pid!));
-  }
-  const stillRunning = running;
-  feeder.kill('SIGKILL');
-  cli.kill('SIGKILL');
-  await exited;
-  t.ok(stillRunning, `the engine ran the whole ${seconds} s (${stderr.slice(-2000)})`);
-  return { peak: Math.max(...samples), samples, stderr, refused };
-}
-
+import { flood, median, PLATEAU_MARGIN_MB } from '../fixtures/state-memory.js';
 
 t.test('wide percentile sketches: RSS stays under the budget, the sketches beyond it are refused', async (t) => {
   // Small limits make a small budget, so that 40 s of a loaded CI machine's throughput can pass it.

@@ -68,6 +68,8 @@ t.test('a 4-partition topic: the emitted statistics equal an independent computa
   }
   t.ok([...bySeries.values()].every((p) => p.size === 1), 'a series stays in one partition (keyed by series)');
   t.equal(e.metric('streamstats_consumer_lag_seconds', { topic, partition: '0' }), 0, 'lag seconds 0 when caught up');
+  t.equal(e.metric('streamstats_lag_state', { topic, partition: '0', state: 'keeping_up' }), 1, 'keeping up when caught up');
+  t.equal(e.metric('streamstats_catch_up_seconds', { topic, partition: '0' }), 0, 'nothing to catch up');
   t.ok(e.metric('streamstats_commits_total', { result: 'ok' }) > 0, 'offsets committed');
   t.equal(e.metric('streamstats_assigned_partitions'), 4);
   t.equal(e.deadLetters().length, 0);
@@ -125,7 +127,9 @@ t.test('lag is non-zero while behind and reaches 0; a slow pool pauses partition
   const e = startEngine(t, {
     KAFKA_TOPICS: topic,
     KAFKA_GROUP_ID: uid('g'),
-    BATCH_SIZE: '50',
+    // 480 batches of at least 40 ms each: behind for 19 s or more, past the 10 s the catch-up
+    // estimate waits for before it says anything but keeping up.
+    BATCH_SIZE: '25',
     POOL_QUEUE: '1',
     KAFKA_MAX_BYTES_PER_PARTITION: '16384',
     KAFKA_INTAKE_MAX_BYTES: '20000',
@@ -138,10 +142,13 @@ t.test('lag is non-zero while behind and reaches 0; a slow pool pauses partition
   let maxLag = 0;
   let maxLagSeconds = 0;
   let maxPaused = 0;
+  const seen = new Set<string>();
+  const began = Date.now();
   await waitFor([e], () => {
     maxLag = Math.max(maxLag, e.sum('streamstats_consumer_lag_messages'));
     maxLagSeconds = Math.max(maxLagSeconds, e.sum('streamstats_consumer_lag_seconds'));
     maxPaused = Math.max(maxPaused, e.metric('streamstats_paused_partitions'));
+    for (const state of ['catching_up', 'falling_behind']) if (e.sum('streamstats_lag_state', { state }) > 0) seen.add(state);
     return caughtUp([e], w.count)();
   }, 'caught up', 120_000);
   t.ok(maxLag > 1000, `lag in messages was non-zero while behind (max ${maxLag})`);
@@ -151,6 +158,9 @@ t.test('lag is non-zero while behind and reaches 0; a slow pool pauses partition
   t.equal(e.sum('streamstats_consumer_lag_seconds'), 0, 'lag seconds reach 0');
   t.equal(e.metric('streamstats_rebalances_total'), 1, 'no rebalance beyond the first join (heartbeats kept flowing)');
   t.equal(e.metric('streamstats_paused_partitions'), 0, 'every paused partition was resumed');
+  t.comment(`behind for ${((Date.now() - began) / 1000).toFixed(0)} s; lag states seen while behind: ${[...seen].join(', ') || 'none'}`);
+  t.ok(seen.size > 0, 'while behind, a lane was reported catching up or falling behind');
+  t.equal(e.sum('streamstats_lag_state', { state: 'keeping_up' }), 4, 'every partition keeps up at the end');
   compare(t, union(t, e.rows()), expected(w));
 });
 

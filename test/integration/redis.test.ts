@@ -30,6 +30,9 @@ t.test('one stream, one instance: the emitted statistics equal an independent co
   const pending = (await redis.sendCommand(['XPENDING', stream, group])) as unknown[];
   t.equal(Number(pending[0]), 0, 'XPENDING: no entry left unacknowledged');
   t.equal(e.metric('streamstats_consumer_lag_seconds', { stream }), 0, 'lag 0 s when caught up');
+  await waitFor([e], () => e.metric('streamstats_lag_state', { stream, state: 'keeping_up' }) === 1, 'keeping up once caught up', 20_000);
+  t.equal(e.metric('streamstats_lag_state', { stream, state: 'falling_behind' }), 0, 'and not falling behind');
+  t.equal(e.metric('streamstats_catch_up_seconds', { stream }), 0, 'nothing to catch up');
   const summary = await e.stop();
   t.equal(summary.records, sts.length, 'every entry read once');
 });

@@ -358,6 +358,9 @@ t.test('Prometheus config and rules: the streamstats job scrapes the compose eng
   t.ok(find(/^up\{job="streamstats"\} == 0$/), 'engine down: up == 0');
   t.ok(find(/streamstats_consumer_lag_seconds.*> \d+/), 'lag seconds above a threshold');
   t.ok(find(/streamstats_records_total\{[^}]*result!="ok"/), 'rejected records rate');
+  const behind = find(/streamstats_lag_state\{[^}]*state="falling_behind"[^}]*\}\) == 1$/);
+  t.ok(behind, 'a lane falling behind: lag_state falling_behind');
+  t.equal(behind?.for, '10m', 'for minutes, not a scrape');
   const sat = find(/streamstats_pool_utilization_ratio/);
   t.ok(sat, 'pool saturated');
   t.match(sat?.expr ?? '', /> 0\.9/, 'utilization above 0.9');
@@ -457,6 +460,10 @@ t.test('Grafana: datasource and dashboard provisioning agree with the dashboard'
   has(/streamstats_batch_messages/, 'batch size');
   has(/by \(topic, partition\) \(streamstats_consumer_lag_messages/, 'lag in messages per partition');
   has(/by \(topic, partition\) \(streamstats_consumer_lag_seconds/, 'lag in seconds per partition');
+  has(/by \(topic, partition, stream\) \(streamstats_catch_up_seconds/, 'time to catch up per lane');
+  has(/sum by \(state\) \(streamstats_lag_state/, 'lanes by catch-up state');
+  has(/streamstats_late_records_total/, 'late records by outcome');
+  has(/streamstats_amendments_total/, 'amendments');
   has(/streamstats_pool_utilization_ratio/, 'pool utilization');
   has(/streamstats_pool_queue_size/, 'pool queue');
   has(/streamstats_records_total\{[^}]*result="late"/, 'late records');

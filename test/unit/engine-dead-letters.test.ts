@@ -1,7 +1,8 @@
 // Dead letters as the engine builds them: what each entry carries, in which field order, and the cuts.
 import t from 'tap';
 import { Decoder } from '../../src/core/decode.js';
-import { DeadLetterBuilder, MAX_ROW_DEAD_LETTER_BYTES, type BatchOrigin } from '../../src/engine/dead-letters.js';
+import { DeadLetterBuilder, MAX_ROW_DEAD_LETTER_BYTES, messageRanges, type BatchOrigin } from '../../src/engine/dead-letters.js';
+import { CELL } from '../../src/core/messages.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { pack, settings } from '../fixtures/gen.js';
 
@@ -65,4 +66,47 @@ t.test('refused rows: the row JSON, cut at MAX_ROW_DEAD_LETTER_BYTES, and the re
   t.equal(Buffer.byteLength(entries[0]!.value), MAX_ROW_DEAD_LETTER_BYTES);
   t.equal(entries[0]!.value_bytes, Buffer.byteLength(JSON.stringify(long)));
   t.same(JSON.parse(entries[1]!.value), { name: 'c', count: 3 });
+});
+
+t.test('late and over-limit records are found again in their cells\' messages alone, as a whole-batch re-read finds them', async (t) => {
+  const { Rng, monascaRecord: rec } = await import('../fixtures/gen.js');
+  const decoder = new Decoder(settings());
+  const late = new DeadLetterBuilder({ sourceName: 'file:x', decoder, windowMs: 60_000, allowedLatenessSeconds: 5, maxSeries: 10 });
+  const rng = new Rng(31);
+  let cases = 0;
+  let narrowed = 0;
+  for (let round = 0; round < 200; round++) {
+    // Messages of a few series over a few windows, some of them JSON arrays of records.
+    const messages: string[] = [];
+    const n = rng.int(1, 60);
+    for (let i = 0; i < n; i++) {
+      const one = () => rec({ name: `m${rng.int(0, 3)}`, value: rng.int(0, 100), timestamp: 1_700_000_000_000 + rng.int(0, 4) * 60_000 + rng.int(0, 59_999), dimensions: { h: `h${rng.int(0, 2)}` } });
+      messages.push(JSON.stringify(rng.bool(0.2) ? [one(), one(), one()] : one()));
+    }
+    const o = origin(messages);
+    const decoded = decoder.decodeBytes(o.batch.data, o.batch.offsets, Date.now());
+    // Refuse a random handful of the batch's cells, as the store would (some late, some over the limit).
+    const cells: Array<{ key: string; windowStart: number; count: number }> = [];
+    for (let c = 0; c * CELL.STRIDE < decoded.cells.length; c++) {
+      if (rng.bool(0.25)) cells.push({ key: decoded.series[decoded.cells[c * CELL.STRIDE]!]!, windowStart: decoded.cells[c * CELL.STRIDE + CELL.WINDOW_START]!, count: decoded.cells[c * CELL.STRIDE + CELL.COUNT]! });
+    }
+    const refusedLate = cells.filter((_, i) => i % 2 === 0);
+    const refusedOver = cells.filter((_, i) => i % 2 === 1);
+    const narrow = late.refusedRecords(o, decoded, refusedLate, refusedOver, 1_700_000_000_000, 0);
+    const { messageCells: _drop, ...withoutRanges } = decoded;
+    const whole = late.refusedRecords(o, withoutRanges, refusedLate, refusedOver, 1_700_000_000_000, 0);
+    const strip = (es: typeof narrow.entries) => es.map(({ time: _t, ...e }) => e);
+    t.same(strip(narrow.entries), strip(whole.entries), `round ${round}: the same dead letters, in the same order`);
+    t.equal(narrow.found, cells.reduce((a, c) => a + c.count, 0), `round ${round}: every refused record found`);
+    cases++;
+    const read = messageRanges(decoded, cells, messages.length).reduce((a, [f, l]) => a + l - f + 1, 0);
+    if (read < messages.length) narrowed++;
+  }
+  t.equal(cases, 200);
+  t.ok(narrowed > 100, `most rounds re-read fewer messages than the batch (${narrowed} of ${cases})`);
+  // One late record in the middle of a thousand messages: only its message is read again.
+  const many = Array.from({ length: 1000 }, (_, i) => JSON.stringify(rec({ name: 'cpu', value: i, timestamp: i === 500 ? 1_699_999_000_000 : 1_700_000_000_000 + i, dimensions: { h: 'a' } })));
+  const d = decoder.decodeBytes(origin(many).batch.data, origin(many).batch.offsets, Date.now());
+  const lateCell = [...Array(d.cells.length / CELL.STRIDE).keys()].find((c) => d.cells[c * CELL.STRIDE + CELL.WINDOW_START] === 1_699_998_960_000)!;
+  t.same(messageRanges(d, [{ key: d.series[d.cells[lateCell * CELL.STRIDE]!]!, windowStart: d.cells[lateCell * CELL.STRIDE + CELL.WINDOW_START]! }], 1000), [[500, 500]], 'the late record\'s message alone');
 });

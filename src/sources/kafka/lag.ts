@@ -12,11 +12,12 @@ import type { Admin } from 'kafkajs';
 import type { Logger } from 'pino';
 import type { Metrics } from '../../metrics/index.js';
 import { pendingAgeSeconds, type LaneHost } from '../types.js';
+import { CatchUp } from '../catch-up.js';
 import { tpKey, type Held, type TopicPartition } from './assignment.js';
 
 export interface LagOptions {
   readonly lanes: Pick<LaneHost, 'status'>;
-  readonly metrics: Pick<Metrics, 'lagMessages' | 'lagSeconds'>;
+  readonly metrics: Pick<Metrics, 'lagMessages' | 'lagSeconds' | 'catchUpSeconds' | 'lagState'>;
   readonly logger: Logger;
 }
 
@@ -33,9 +34,11 @@ interface Tracked {
 export class Lag {
   readonly #o: LagOptions;
   readonly #parts = new Map<string, Tracked>();
+  readonly #catchUp: CatchUp;
 
   constructor(o: LagOptions) {
     this.#o = o;
+    this.#catchUp = new CatchUp(o.metrics);
   }
 
   /** Starts tracking a restored partition from where it starts and the high watermark read then. */
@@ -91,6 +94,7 @@ export class Lag {
       const labels = { topic: held.tp.topic, partition: String(held.tp.partition) };
       this.#o.metrics.lagMessages.remove(labels);
       this.#o.metrics.lagSeconds.remove(labels);
+      this.#catchUp.remove(labels);
     }
     this.#parts.clear();
   }
@@ -107,8 +111,13 @@ export class Lag {
       if (away !== null) {
         // Never a candidate for an idle flush: closing windows by the wall clock while the broker is
         // away would emit windows whose records are still to come.
-        if (hw !== null && away.next !== null) metrics.lagMessages.set(labels, Math.max(0, hw - away.next));
-        metrics.lagSeconds.set(labels, Math.max(0, (nowMs - away.sinceMs) / 1000));
+        const ageS = Math.max(0, (nowMs - away.sinceMs) / 1000);
+        if (hw !== null && away.next !== null) {
+          const lag = Math.max(0, hw - away.next);
+          metrics.lagMessages.set(labels, lag);
+          this.#catchUp.observe(labels, nowMs, lag, ageS);
+        }
+        metrics.lagSeconds.set(labels, ageS);
         continue;
       }
       const s = lanes.status(held.id);
@@ -119,6 +128,7 @@ export class Lag {
       const pendingAge = pendingAgeSeconds(s, nowMs);
       if (lag === 0 && pendingAge === null && !inHand(held)) {
         metrics.lagSeconds.set(labels, 0);
+        this.#catchUp.observe(labels, nowMs, 0, 0);
         caughtUp.push(held);
         continue;
       }
@@ -127,6 +137,7 @@ export class Lag {
       const lastTs = s?.lastAppliedTimestampMs ?? null;
       const age = pendingAge ?? (lastTs === null ? null : Math.max(0, (nowMs - lastTs) / 1000));
       if (age !== null) metrics.lagSeconds.set(labels, age);
+      this.#catchUp.observe(labels, nowMs, lag, age);
     }
     return caughtUp;
   }

@@ -12,6 +12,7 @@ import type { CommitPoint } from '../../commit/types.js';
 import { LaneCommits, type CommitReason } from '../lanes/commits.js';
 import { flushIdle } from '../lanes/idle.js';
 import { pendingAgeSeconds, type LaneHost } from '../types.js';
+import { CatchUp } from '../catch-up.js';
 import type { Metrics } from '../../metrics/index.js';
 import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
@@ -87,8 +88,10 @@ export class RedisSource {
   #fatal: Error | null = null;
   #chain: Promise<void> = Promise.resolve();
   readonly #commits: LaneCommits<StreamLane>;
+  readonly #catchUp: CatchUp;
 
   constructor(opts: RedisSourceOptions) {
+    this.#catchUp = new CatchUp(opts.metrics);
     this.#o = opts;
     this.describe = `redis:${opts.redis.streams.join(',')}`;
     this.#k = keys(opts.redis.groupId);
@@ -447,6 +450,7 @@ export class RedisSource {
         for (const l of this.#lanes.values()) if (l.stream === stream) ageS = Math.max(ageS, pendingAgeSeconds(lanes.status(l.id), now) ?? 0);
       }
       metrics.lagSeconds.set({ stream }, ageS);
+      this.#catchUp.observe({ stream }, now, lag, ageS);
     }
   }
 

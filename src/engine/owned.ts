@@ -1,0 +1,510 @@
+// The engine of LANE_STATE=worker: the same LaneHost as ./index.ts, but each lane's state lives in the
+// worker that owns it (../pool/owners.ts, ../windows/owner.ts), which decodes its batches, merges them
+// into its windows, closes them and formats their rows. What the main thread does per batch: hand its
+// bytes to the owner, write the rows' bytes that come back, build the dead letters it is told of
+// (from the batch's bytes, which it keeps until then) and move the lane's commit point once the rows
+// are written. Per record it does next to nothing.
+//
+// Replies of one lane come back in the order its tasks were sent (one owner thread, first in first
+// out), so a lane's batches are sent at once and their replies handled along a chain per lane, as
+// the main engine chains its applies. A worker that dies loses its lanes' windows: the engine stops
+// with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
+import { Gate } from '../async/index.js';
+import { messageCount, type Batch } from '../core/batch.js';
+import type { DecodeResult, RejectReason } from '../core/messages.js';
+import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
+import type { LaneOwners } from '../pool/owners.js';
+import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
+import type { RowRejection } from '../sinks/types.js';
+import type { ClosedBy } from '../windows/cells.js';
+import type { LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
+import type { RowBatch, StatsRow } from '../windows/row.js';
+import { FormattedElsewhere } from '../windows/row-task.js';
+import { subBatch } from '../windows/lane.js';
+import type { SharedSeriesBudget } from '../windows/store.js';
+import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
+import { yieldToLoop } from './emission.js';
+import { LateWarner, lateLetters } from './late.js';
+import type { EngineOptions, EngineTotals } from './types.js';
+
+/**
+ * The decode result stays in the owner, so the messages of refused cells are not known here: their
+ * dead letters re-read the whole part (late and over-limit records are rare; the owner could send
+ * each message's cell along next).
+ */
+const WHOLE_BATCH: Pick<DecodeResult, 'series' | 'cells'> = { series: [], cells: new Float64Array(0) };
+
+export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPlacement' | 'percentiles' | 'percentileAccuracy' | 'lateRecords' | 'amendHorizonSeconds' | 'emitChunk'> {
+  readonly owners: LaneOwners;
+  /** The budget the owners count open series in (its buffer is in their settings). */
+  readonly budget: SharedSeriesBudget;
+}
+
+/** What the main thread keeps of a lane it does not hold: its order, its writes, and the owner's last figures. */
+interface Owned {
+  readonly id: number;
+  readonly identity: LaneIdentity | undefined;
+  /** Input below it was processed before the restart: its rejects are not dead-lettered again. */
+  readonly restoredAppliedEnd: number;
+  dropped: boolean;
+  /** Closed clean (end of input): nothing more is sent to its owner. */
+  closed: boolean;
+  commitPoint: CommitPoint | null;
+  figures: LaneFigures;
+  nextSeq: number;
+  chain: Promise<void>;
+  lastActivityMs: number;
+  readonly unappliedTimestamps: number[];
+  writesInFlight: number;
+  unwrittenCells: number;
+  unwrittenWindows: number;
+  writes: Promise<void>;
+}
+
+export class OwnedEngine implements LaneHost {
+  readonly #o: OwnedEngineOptions;
+  readonly #letters: DeadLetterBuilder;
+  readonly #late: LateWarner;
+  readonly #lanes = new Map<number, Owned>();
+  readonly #pending: Gate;
+  #fatal: Error | null = null;
+  readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0, replayed: 0 };
+
+  constructor(opts: OwnedEngineOptions) {
+    this.#o = opts;
+    this.#letters = new DeadLetterBuilder({ ...opts, windowMs: opts.windowSeconds * 1000 });
+    this.#late = new LateWarner(opts.logger);
+    this.#pending = new Gate(2 * opts.owners.stats.maxInFlight);
+    if (Number.isFinite(opts.budget.maxBytes)) opts.metrics.stateLimitBytes.set(opts.budget.maxBytes);
+  }
+
+  open(lane: number, init: LaneInit): void {
+    this.#open(lane, init);
+  }
+
+  #open(id: number, init: LaneInit): Owned {
+    if (this.#lanes.has(id)) void this.closeDirty(id);
+    const s: Owned = {
+      id,
+      identity: init.identity,
+      restoredAppliedEnd: init.appliedEnd ?? -Infinity,
+      dropped: false,
+      closed: false,
+      commitPoint: null,
+      figures: { watermarkMs: init.watermarkMs ?? -Infinity, appliedEnd: null, lastAppliedTimestampMs: null, openSeries: 0, openWindows: 0 },
+      nextSeq: 0,
+      chain: Promise.resolve(),
+      lastActivityMs: Date.now(),
+      unappliedTimestamps: [],
+      writesInFlight: 0,
+      unwrittenCells: 0,
+      unwrittenWindows: 0,
+      writes: Promise.resolve(),
+    };
+    this.#lanes.set(id, s);
+    this.#o.owners.assign(id);
+    const opened = this.#send({ kind: 'open', lane: id, init });
+    s.chain = opened.then(() => {}, (err: unknown) => this.#fail(err));
+    return s;
+  }
+
+  /** Sends a task to the lane's owner now; its rejection is handled where the reply is awaited. */
+  #send(task: OwnerTask, transfer?: ArrayBuffer[]): ReturnType<LaneOwners['run']> {
+    const reply = this.#o.owners.run(task, transfer);
+    reply.catch(() => {});
+    return reply;
+  }
+
+  closeDirty(id: number): Promise<void> {
+    const s = this.#lanes.get(id);
+    if (s === undefined) return Promise.resolve();
+    s.dropped = true;
+    this.#lanes.delete(id);
+    this.#late.forget(id);
+    if (!s.closed) {
+      // A lost owner's lanes are gone anyway; the tasks still pending for them report the loss.
+      void this.#send({ kind: 'close-dirty', lane: id }).catch(() => {});
+      this.#o.owners.unassign(id);
+    }
+    this.#updateGauges();
+    return s.chain.then(() => s.writes).catch(() => {});
+  }
+
+  status(id: number): LaneStatus | null {
+    const s = this.#lanes.get(id);
+    if (s === undefined) return null;
+    return {
+      commitPoint: s.commitPoint,
+      appliedEnd: s.figures.appliedEnd,
+      oldestPendingMs: s.unappliedTimestamps[0] ?? null,
+      lastAppliedTimestampMs: s.figures.lastAppliedTimestampMs,
+      lastActivityMs: s.lastActivityMs,
+    };
+  }
+
+  async submit(b: SourceBatch): Promise<void> {
+    if (this.#fatal !== null) throw this.#fatal;
+    const { owners, metrics } = this.#o;
+    if (owners.full || !this.#pending.free) metrics.poolBackpressure.inc();
+    await this.#pending.acquire();
+    if (this.#fatal !== null) {
+      this.#pending.release();
+      throw this.#fatal;
+    }
+    try {
+      await owners.acquire();
+    } catch (err) {
+      this.#pending.release();
+      throw err;
+    }
+    const known = this.#lanes.get(b.lane);
+    if (known === undefined && !this.#o.autoOpenLanes) {
+      owners.release();
+      this.#pending.release();
+      return;
+    }
+    const state = known ?? this.#open(b.lane, {});
+    const batch: Batch = { ...b, seq: state.nextSeq++ };
+    state.lastActivityMs = Date.now();
+    if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
+    const n = messageCount(batch);
+    metrics.messages.inc(n);
+    metrics.batchMessages.observe(n);
+    metrics.batchBytes.observe(batch.data.length);
+    this.totals.messages += n;
+    this.totals.batches++;
+    const nowMs = Date.now();
+    const sentAt = performance.now();
+    const { task, transfer } = applyTask(batch, nowMs);
+    const reply = this.#send(task, transfer);
+    const settled = reply.finally(() => owners.release());
+    settled.catch(() => {});
+    state.chain = state.chain.then(async () => {
+      try {
+        const r = await settled;
+        if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
+        metrics.taskRunSeconds.observe(r.seconds);
+        metrics.taskWaitSeconds.observe(Math.max(0, (performance.now() - sentAt) / 1000 - r.seconds));
+        if (this.#fatal === null && !state.dropped) await this.#applied(state, batch, r.parts, r.chunks, r.point, r.figures, nowMs);
+      } catch (err) {
+        this.#fail(err);
+      } finally {
+        batch.release?.();
+        this.#pending.release();
+      }
+    });
+  }
+
+  #fail(err: unknown): void {
+    if (this.#fatal !== null) return;
+    this.#fatal = err instanceof Error ? err : new Error(String(err));
+    if (this.#o.onFatal === undefined) this.#o.logger.error({ err: this.#fatal }, `engine stopped: ${this.#fatal.message}`);
+    else this.#o.onFatal(this.#fatal);
+  }
+
+  async drain(): Promise<void> {
+    let before: Array<Promise<void>>;
+    do {
+      before = [...this.#lanes.values()].map((s) => s.chain);
+      await Promise.all(before);
+      await Promise.all([...this.#lanes.values()].map((s) => s.writes));
+    } while ([...this.#lanes.values()].some((s, i) => s.chain !== before[i]));
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  async closeAll(closedBy: ClosedBy = 'end_of_input'): Promise<void> {
+    await this.drain();
+    for (const s of this.#lanes.values()) {
+      if (s.closed || s.dropped) continue;
+      s.closed = true;
+      try {
+        const r = await this.#send({ kind: 'close-clean', lane: s.id, closedBy });
+        this.#o.owners.unassign(s.id);
+        s.figures = { ...s.figures, openSeries: 0, openWindows: 0 };
+        await this.#emit(s, r.chunks, null, true);
+      } catch (err) {
+        this.#fail(err);
+      }
+    }
+    await this.drain();
+    this.#updateGauges();
+  }
+
+  async advanceIdle(id: number, wallMs: number): Promise<void> {
+    const s = this.#lanes.get(id);
+    if (s === undefined || s.closed || s.dropped || this.#fatal !== null) return;
+    const reply = this.#send({ kind: 'idle', lane: id, wallMs });
+    s.chain = s.chain.then(async () => {
+      try {
+        const r = await reply;
+        if (s.dropped || this.#fatal !== null) return;
+        if (r.figures !== null) s.figures = r.figures;
+        this.#setWatermarkGauge(s);
+        await this.#emit(s, r.chunks, r.point);
+        this.#updateGauges();
+      } catch (err) {
+        this.#fail(err);
+      }
+    });
+    await s.chain;
+  }
+
+  #setWatermarkGauge(s: Owned): void {
+    const id = s.identity;
+    const labels = id === undefined ? { topic: '', partition: String(s.id) } : { topic: id.topic, partition: String(id.partition) };
+    const wm = s.figures.watermarkMs;
+    this.#o.metrics.watermark.set(labels, Number.isFinite(wm) ? wm / 1000 : 0);
+  }
+
+  #origin(s: Owned, batch: Batch): BatchOrigin {
+    return { batch, identity: s.identity, replay: (msg) => this.#replayed(s, batch, msg) };
+  }
+
+  #replayed(s: Owned, batch: Batch, msg: number): boolean {
+    const pos = batch.positions?.[msg];
+    if (pos === undefined || !(Number(pos) < s.restoredAppliedEnd)) return false;
+    this.totals.replayed++;
+    this.#o.metrics.replayed.inc();
+    return true;
+  }
+
+  #count(reason: RejectReason, n: number): void {
+    this.#o.metrics.records.inc({ result: reason }, n);
+    this.totals.rejected[reason] = (this.totals.rejected[reason] ?? 0) + n;
+  }
+
+  /** What the owner did with a batch: its parts' counts and dead letters here, then its rows out. */
+  async #applied(s: Owned, batch: Batch, parts: readonly PartOutcome[], chunks: readonly RowsChunk[], point: CommitPoint | null, figures: LaneFigures | null, nowMs: number): Promise<void> {
+    const { metrics, deadLetter } = this.#o;
+    const n = messageCount(batch);
+    if (parts.length > 1 || parts[0]?.poisoned !== undefined) {
+      this.#o.logger.warn({ lane: batch.lane, seq: batch.seq, messages: n }, 'decoding a batch threw in its owner: decoded again in halves to isolate the message that throws');
+    }
+    for (const part of parts) {
+      const sub = part.lo === 0 && part.hi === n ? batch : subBatch(batch, part.lo, part.hi);
+      const origin = this.#origin(s, sub);
+      if (part.poisoned !== undefined) {
+        const m = part.hi - part.lo;
+        metrics.poisonedBatches.inc();
+        this.totals.poisonedBatches++;
+        this.#count('poisoned_batch', m);
+        this.totals.records += m;
+        await deadLetter.write(this.#letters.poisoned(origin, part.poisoned));
+        continue;
+      }
+      metrics.decodeSeconds.observe(part.decodeSeconds);
+      this.totals.decodeSeconds += part.decodeSeconds;
+      this.totals.records += part.records;
+      if (part.rejects.length > 0) await deadLetter.write(this.#letters.rejects(origin, part.rejects, (reason, k) => this.#count(reason, k)));
+      if (s.dropped) return;
+      const applied = part.applied!;
+      this.totals.ok += applied.accepted + applied.amended;
+      metrics.records.inc({ result: 'ok' }, applied.accepted + applied.amended);
+      if (applied.rebuilt > 0) {
+        this.totals.replayed += applied.rebuilt;
+        metrics.replayed.inc(applied.rebuilt);
+      }
+      if (applied.late.length > 0 || applied.overLimit.length > 0) {
+        const { entries, found, beyondHorizon } = this.#letters.refusedRecords(origin, WHOLE_BATCH, applied.late, applied.overLimit, part.watermarkBefore, nowMs);
+        const lateN = lateLetters(entries);
+        if (beyondHorizon > 0) metrics.lateRecords.inc({ outcome: 'beyond_horizon' }, beyondHorizon);
+        if (lateN > beyondHorizon) metrics.lateRecords.inc({ outcome: 'dead_lettered' }, lateN - beyondHorizon);
+        let expected = 0;
+        for (const c of applied.late) expected += c.count;
+        this.#late.observe({ partition: s.id, identity: s.identity, accepted: applied.accepted, late: lateN, watermarkMs: part.watermarkBefore, oldestWindowMs: applied.late.reduce((m, c) => Math.min(m, c.windowStart), Infinity) });
+        for (const c of applied.overLimit) expected += c.count;
+        if (found !== expected) this.#o.logger.error({ expected, found }, 're-decode of late/over-limit records disagrees with the owner worker');
+        for (const e of entries) this.#count(e.reason, 1);
+        await deadLetter.write(entries);
+        if (s.dropped) return;
+      }
+    }
+    if (figures !== null) s.figures = figures;
+    this.#setWatermarkGauge(s);
+    await this.#emit(s, chunks, point);
+    this.#updateGauges();
+  }
+
+  /**
+   * Writes an emission's rows (the owner cut them in chunks); only the last chunk carries the commit
+   * point, which becomes the lane's once that write and every earlier one settled. `closing`: the
+   * last emission of a finite input, awaited, with no point.
+   */
+  async #emit(s: Owned, chunks: readonly RowsChunk[], point: CommitPoint | null, closing = false): Promise<void> {
+    if (chunks.length === 0) {
+      if (point !== null) {
+        if (s.writesInFlight === 0) this.#advancePoint(s, point);
+        else s.writes = s.writes.then(() => this.#advancePoint(s, point));
+      }
+      return;
+    }
+    let cells = 0;
+    let windows = 0;
+    for (const c of chunks) {
+      cells += c.cells;
+      windows += c.windows;
+    }
+    const unwritten = { cells, windows };
+    s.unwrittenCells += cells;
+    s.unwrittenWindows += windows;
+    this.#updateGauges();
+    try {
+      if (this.#o.sink.wholeEmissions === true) {
+        unwritten.cells = 0;
+        unwritten.windows = 0;
+        await this.#write(s, joined(chunks.map((c) => this.#rows(c, s.identity)), s.identity), cells, windows, point, closing);
+        return;
+      }
+      for (let i = 0; i < chunks.length; i++) {
+        if (i > 0) {
+          await yieldToLoop();
+          if (s.dropped || this.#fatal !== null) return;
+        }
+        const c = chunks[i]!;
+        unwritten.cells -= c.cells;
+        unwritten.windows -= c.windows;
+        await this.#write(s, this.#rows(c, s.identity), c.cells, c.windows, i === chunks.length - 1 ? point : null, closing);
+      }
+    } finally {
+      if (unwritten.cells > 0 || unwritten.windows > 0) {
+        s.unwrittenCells -= unwritten.cells;
+        s.unwrittenWindows -= unwritten.windows;
+        this.#updateGauges();
+      }
+    }
+  }
+
+  /** A chunk's rows as bytes; row objects only when a sink refused one (read back from the row's JSON). */
+  #rows(c: RowsChunk, ident: LaneIdentity | undefined): RowBatch {
+    return new FormattedElsewhere(c.wire, ident, () => parsedRows(c, ident));
+  }
+
+  async #write(s: Owned, batch: RowBatch, cells: number, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
+    const ident = s.identity;
+    const { metrics, sink } = this.#o;
+    const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
+    const written = sink.write(batch, ident !== undefined && point !== null ? { ...ident, point } : undefined).finally(() => {
+      s.unwrittenCells -= cells;
+      s.unwrittenWindows -= windows;
+      this.#updateGauges();
+    });
+    const settle = async (): Promise<void> => {
+      const result = await written;
+      end();
+      if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
+      metrics.windowsEmitted.inc(cells - result.rejected.length);
+      this.totals.rows += cells - result.rejected.length;
+      if (point !== null) this.#advancePoint(s, point);
+    };
+    if (sink.pipelined !== true || closing) {
+      await settle();
+      return;
+    }
+    const prev = s.writes;
+    s.writesInFlight++;
+    metrics.sinkWritesInFlight.inc();
+    s.writes = prev.then(settle).catch((err: unknown) => this.#fail(err)).finally(() => {
+      s.writesInFlight--;
+      metrics.sinkWritesInFlight.dec();
+    });
+    if (s.writesInFlight >= (this.#o.maxWritesInFlight ?? 16)) await s.writes;
+    if (this.#fatal !== null) throw this.#fatal;
+  }
+
+  #advancePoint(s: Owned, point: CommitPoint): void {
+    if (this.#fatal === null) s.commitPoint = point;
+  }
+
+  async #deadLetterRows(s: Owned, rows: readonly StatsRow[], rejected: readonly RowRejection[]): Promise<void> {
+    const { entries, records } = this.#letters.rows(s.id, s.identity, rows, rejected, this.#o.sink.describe);
+    this.#o.metrics.sinkRejectedRows.inc(entries.length);
+    this.#o.logger.warn({ rows: entries.length, records, first: entries[0]?.detail }, 'sink refused rows; dead-lettered as sink_rejected');
+    this.totals.ok -= records;
+    this.#count('sink_rejected', records);
+    await this.#o.deadLetter.write(entries);
+  }
+
+  #updateGauges(): void {
+    let series = 0;
+    let windows = 0;
+    for (const s of this.#lanes.values()) {
+      series += s.figures.openSeries + s.unwrittenCells;
+      windows += s.figures.openWindows + s.unwrittenWindows;
+    }
+    this.#o.metrics.openSeries.set(series);
+    this.#o.metrics.openWindows.set(windows);
+    this.#o.metrics.stateBytes.set(this.#o.budget.bytes);
+  }
+}
+
+/** A batch as an apply task: its bytes moved (or shared memory read in place) and its positions as numbers. */
+function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: ArrayBuffer[] } {
+  const data = batch.data;
+  const offsets = batch.offsets.slice();
+  const transfer: ArrayBuffer[] = [offsets.buffer as ArrayBuffer];
+  let buffer: ArrayBuffer | SharedArrayBuffer;
+  if (data.buffer instanceof SharedArrayBuffer && data.byteOffset === 0) buffer = data.buffer;
+  else {
+    // One copy into a buffer that can move: the batch's own bytes stay here for its dead letters.
+    const own = new ArrayBuffer(data.length);
+    new Uint8Array(own).set(data);
+    buffer = own;
+    transfer.push(own);
+  }
+  let positions: Float64Array | undefined;
+  if (batch.positions !== undefined) {
+    positions = new Float64Array(batch.positions.length);
+    for (let i = 0; i < positions.length; i++) positions[i] = Number(batch.positions[i]);
+    transfer.push(positions.buffer as ArrayBuffer);
+  }
+  const task: OwnerTask = {
+    kind: 'apply',
+    lane: batch.lane,
+    buffer,
+    offsets,
+    nowMs,
+    ...(positions === undefined ? {} : { positions }),
+    ...(batch.startPosition === undefined ? {} : { startPosition: batch.startPosition }),
+    ...(batch.endPosition === undefined ? {} : { endPosition: batch.endPosition }),
+    ...(batch.lastTimestampMs === undefined ? {} : { lastTimestampMs: batch.lastTimestampMs }),
+  };
+  return { task, transfer };
+}
+
+/** A chunk's row objects, read back from its NDJSON: only for rows a sink refused (their dead letters). */
+function parsedRows(c: RowsChunk, where: LaneIdentity | undefined): RowBatch {
+  const text = Buffer.from(c.wire.ndjson.buffer, c.wire.ndjson.byteOffset, c.wire.ndjson.byteLength).toString('utf8');
+  const rows = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as StatsRow);
+  return { rows, ndjson: () => text, where };
+}
+
+/** One RowBatch over several chunks (a sink that writes an emission as one piece: exactly-once Kafka). */
+function joined(parts: readonly RowBatch[], where: LaneIdentity | undefined): RowBatch {
+  if (parts.length === 1) return parts[0]!;
+  const bytes = Buffer.concat(parts.map((p) => p.ndjsonBytes!()));
+  const ends: number[] = [];
+  const keyBytes: Buffer[] = [];
+  const keyEnds: number[] = [];
+  let base = 0;
+  let keyBase = 0;
+  let keys = true;
+  for (const p of parts) {
+    for (const e of p.lineEnds!()) ends.push(base + e);
+    base += p.ndjsonBytes!().length;
+    const k = p.identityKeyBytes?.() ?? null;
+    if (k === null) keys = false;
+    else {
+      keyBytes.push(k.bytes);
+      for (const e of k.ends) keyEnds.push(keyBase + e);
+      keyBase += k.bytes.length;
+    }
+  }
+  const lineEnds = Int32Array.from(ends);
+  const wire = { kind: 'rows' as const, ndjson: bytes, lineEnds, keys: keys ? Buffer.concat(keyBytes) : null, keyEnds: keys ? Int32Array.from(keyEnds) : null, seconds: 0 };
+  let rows: StatsRow[] | null = null;
+  return new FormattedElsewhere(wire, where, () => {
+    rows ??= parts.flatMap((p) => p.rows);
+    const all = rows;
+    return { rows: all, ndjson: () => bytes.toString('utf8'), where };
+  });
+}

@@ -1,0 +1,216 @@
+// The worker side of LANE_STATE=worker: a worker that owns lanes for their whole life. Each owned
+// lane's Lane (./lane.ts) lives here, so a batch is decoded, merged into its windows, closed and
+// formatted as rows in one place, and what crosses back to the main thread is the rows' bytes, the
+// lane's commit point and the few records it must dead-letter (as indexes: the main thread still
+// holds the batch's bytes). The tasks and replies are the main <-> owner messages (the decode pool's
+// are in ../core/messages.ts; these name the commit contracts, which src/core may not).
+// Pure, like the rest of src/windows: the worker entry (workers/lanes.ts) only hands tasks to it.
+import { Decoder } from '../core/decode.js';
+import type { DecoderSettings, Reject, RowSettings, RowsWire } from '../core/messages.js';
+import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
+import { EMIT_CHUNK_DEFAULTS, splitCells, windowsEnded, type ChunkLimits } from './chunks.js';
+import type { ClosedBy } from './cells.js';
+import { Lane, type StoreSettings } from './lane.js';
+import { RowFormatter } from './row.js';
+import { rowsWire } from './row-task.js';
+import { SharedSeriesBudget, type ApplyOutcome, type ClosedCells } from './store.js';
+
+/** Sent once to each owner (workerData). */
+export interface OwnerSettings {
+  readonly decoder: DecoderSettings;
+  readonly windowMs: number;
+  readonly latenessMs: number;
+  readonly confirmRecords?: number;
+  readonly maxSeries: number;
+  readonly maxStateBytes: number;
+  /** The SharedSeriesBudget's counters, shared by every owner and the main thread. */
+  readonly budget: SharedArrayBuffer;
+  readonly rows: RowSettings;
+  /** The sink keys its messages by row identity (Kafka): each row's identity key comes back too. */
+  readonly identityKeys: boolean;
+  readonly chunk?: ChunkLimits;
+}
+
+export type OwnerTask =
+  | { readonly kind: 'open'; readonly lane: number; readonly init: LaneInit }
+  | {
+      readonly kind: 'apply';
+      readonly lane: number;
+      /** The batch's bytes from offset 0 (moved, or shared memory read in place) and its offsets. */
+      readonly buffer: ArrayBuffer | SharedArrayBuffer;
+      readonly offsets: Uint32Array;
+      readonly nowMs: number;
+      /** Each message's position (a positioned source), for the parts of a bisected batch. */
+      readonly positions?: Float64Array;
+      readonly startPosition?: number;
+      readonly endPosition?: number;
+      readonly lastTimestampMs?: number;
+    }
+  | { readonly kind: 'idle'; readonly lane: number; readonly wallMs: number }
+  | { readonly kind: 'close-clean'; readonly lane: number; readonly closedBy: ClosedBy }
+  | { readonly kind: 'close-dirty'; readonly lane: number };
+
+/**
+ * What one part of a batch did: the whole batch, or with a batch whose decode threw, each piece of
+ * its bisection in order. A part that threw on its own (one message) is `poisoned`.
+ */
+export interface PartOutcome {
+  /** Messages lo..hi of the batch. */
+  readonly lo: number;
+  readonly hi: number;
+  readonly poisoned?: string;
+  readonly records: number;
+  /** Message indexes are the part's own. */
+  readonly rejects: Reject[];
+  readonly decodeSeconds: number;
+  readonly applied: ApplyOutcome | null;
+  /** The watermark before the part was applied: late records are judged against it. */
+  readonly watermarkBefore: number;
+}
+
+/** A chunk of closed rows as bytes, with the cells it holds and the windows it ends (as the engine counts them). */
+export interface RowsChunk {
+  readonly wire: RowsWire;
+  readonly cells: number;
+  readonly windows: number;
+}
+
+/** The lane's figures after a task: what LaneStatus and the gauges read on the main thread. */
+export interface LaneFigures {
+  readonly watermarkMs: number;
+  readonly appliedEnd: number | null;
+  readonly lastAppliedTimestampMs: number | null;
+  readonly openSeries: number;
+  readonly openWindows: number;
+}
+
+export type OwnerReply =
+  /** The owner does not hold the lane: it is a replacement for a worker that died with the lane's state. */
+  | { readonly kind: 'lost'; readonly lane: number }
+  | {
+      readonly kind: 'done';
+      readonly lane: number;
+      readonly parts: readonly PartOutcome[];
+      readonly chunks: readonly RowsChunk[];
+      /** The point the lane reaches once these rows are written (null: none yet, or a clean close). */
+      readonly point: CommitPoint | null;
+      readonly figures: LaneFigures | null;
+      /** Worker time the task took. */
+      readonly seconds: number;
+    };
+
+const EMPTY: readonly PartOutcome[] = [];
+
+/** The lanes one worker owns, and what it needs to run them. */
+export class LaneOwner {
+  readonly #settings: OwnerSettings;
+  readonly #decoder: Decoder;
+  readonly #rows: RowFormatter;
+  readonly #store: StoreSettings;
+  readonly #lanes = new Map<number, Lane>();
+
+  constructor(settings: OwnerSettings) {
+    this.#settings = settings;
+    this.#decoder = new Decoder(settings.decoder);
+    this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries);
+    this.#store = {
+      windowMs: settings.windowMs,
+      latenessMs: settings.latenessMs,
+      budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget),
+      ...(settings.confirmRecords === undefined ? {} : { confirmRecords: settings.confirmRecords }),
+    };
+  }
+
+  run(task: OwnerTask): OwnerReply {
+    const t0 = performance.now();
+    if (task.kind === 'open') {
+      this.#lanes.get(task.lane)?.closeDirty();
+      this.#lanes.set(task.lane, Lane.open(task.lane, task.init, this.#store));
+      return this.#done(task.lane, EMPTY, null, null, t0, undefined);
+    }
+    const lane = this.#lanes.get(task.lane);
+    if (lane === undefined) return { kind: 'lost', lane: task.lane };
+    switch (task.kind) {
+      case 'close-dirty':
+        lane.closeDirty();
+        this.#lanes.delete(task.lane);
+        return this.#done(task.lane, EMPTY, null, null, t0, undefined);
+      case 'close-clean': {
+        const cells = lane.closeClean(task.closedBy);
+        this.#lanes.delete(task.lane);
+        return this.#done(task.lane, EMPTY, cells, null, t0, lane.identity);
+      }
+      case 'idle':
+        lane.advanceIdle(task.wallMs);
+        return this.#done(task.lane, EMPTY, lane.takeClosed('idle'), lane, t0, lane.identity);
+      case 'apply': {
+        const parts = this.#apply(lane, task);
+        return this.#done(task.lane, parts, lane.takeClosed(), lane, t0, lane.identity);
+      }
+    }
+  }
+
+  /** `lane`: the running lane whose figures and prepared point go back (null when it closed). */
+  #done(id: number, parts: readonly PartOutcome[], cells: ClosedCells | null, lane: Lane | null, t0: number, where: LaneIdentity | undefined): OwnerReply {
+    const chunks = cells === null || cells.length === 0 ? [] : this.#format(cells, where);
+    const figures = lane === null ? null : { watermarkMs: lane.watermarkMs, appliedEnd: lane.appliedEnd, lastAppliedTimestampMs: lane.lastAppliedTimestampMs, openSeries: lane.openSeries, openWindows: lane.openWindows };
+    return { kind: 'done', lane: id, parts, chunks, point: lane === null ? null : lane.prepareCommit(), figures, seconds: (performance.now() - t0) / 1000 };
+  }
+
+  /**
+   * Decodes and applies the batch; a decode that throws (a bug the input found: the decoder rejects
+   * what it cannot read) is tried again in halves, and each half that throws again in halves, until
+   * the message that throws stands alone: it is poisoned, every other record is applied in order. The
+   * lane's state is untouched by a decode that threw, so it survives.
+   */
+  #apply(lane: Lane, task: Extract<OwnerTask, { kind: 'apply' }>): PartOutcome[] {
+    const data = Buffer.from(task.buffer);
+    const n = task.offsets.length - 1;
+    const out: PartOutcome[] = [];
+    const restoredEnd = lane.restored.appliedEnd ?? -Infinity;
+    const part = (lo: number, hi: number, prefix: string): void => {
+      const base = task.offsets[lo]!;
+      const offsets = new Uint32Array(hi - lo + 1);
+      for (let i = lo; i <= hi; i++) offsets[i - lo] = task.offsets[i]! - base;
+      const t = performance.now();
+      let result;
+      try {
+        result = this.#decoder.decodeBytes(data.subarray(base, task.offsets[hi]!), offsets, task.nowMs);
+      } catch (err) {
+        if (hi - lo > 1) {
+          const mid = lo + Math.floor((hi - lo) / 2);
+          part(lo, mid, 'isolated by bisection; ');
+          part(mid, hi, 'isolated by bisection; ');
+          return;
+        }
+        const reason = `${prefix}decoding threw: ${err instanceof Error ? err.message : String(err)}`;
+        out.push({ lo, hi, poisoned: reason, records: hi - lo, rejects: [], decodeSeconds: (performance.now() - t) / 1000, applied: null, watermarkBefore: lane.watermarkMs });
+        return;
+      }
+      const p = task.positions;
+      const positions = task.startPosition === undefined || task.endPosition === undefined
+        ? undefined
+        : p === undefined || (lo === 0 && hi === n)
+          ? { start: task.startPosition, end: task.endPosition }
+          : { start: p[lo]!, end: hi < n ? p[hi]! : task.endPosition };
+      // Every message processed before the restart this lane was restored from: a replay.
+      const replayed = p !== undefined && hi > lo && p[hi - 1]! < restoredEnd;
+      const watermarkBefore = lane.watermarkMs;
+      const applied = lane.apply(result, positions, task.lastTimestampMs, replayed);
+      out.push({ lo, hi, records: result.records, rejects: result.rejects, decodeSeconds: result.decodeSeconds, applied, watermarkBefore });
+    };
+    part(0, n, '');
+    return out;
+  }
+
+  #format(cells: ClosedCells, where: LaneIdentity | undefined): RowsChunk[] {
+    const chunks = splitCells(cells, this.#settings.chunk ?? EMIT_CHUNK_DEFAULTS);
+    const out: RowsChunk[] = [];
+    for (let i = 0; i < chunks.length; i++) {
+      const c = chunks[i]!;
+      const t = performance.now();
+      out.push({ wire: rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t), cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,88 @@
+// LANE_STATE=worker against LANE_STATE=main on the same input: the rows' bytes and the dead letters
+// must not depend on where the lanes' state lives. Real workers, real files.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { parseConfig } from '../../src/config/index.js';
+import { runPipeline, type RunResult } from '../fixtures/harness.js';
+
+const EXITING_LANE_WORKER = fileURLToPath(new URL('../fixtures/exiting-lane-worker.js', import.meta.url));
+
+const rowBytes = (r: RunResult): string => readFileSync(join(r.dir, 'rows.ndjson'), 'utf8');
+/** What a dead letter says, without when it was written. */
+const letters = (r: RunResult) => r.deadLetters.map((d) => ({ reason: d.reason, value: d.value, detail: d.detail }));
+const counts = (r: RunResult) => ({ records: r.summary.records, ok: r.summary.ok, rejected: r.summary.rejected, rows: r.summary.rows, poisonedBatches: r.summary.poisonedBatches });
+
+t.test('the default job (generator): the rows are byte-identical with the lanes in 1 or 2 owner workers', async (t) => {
+  const env = { GEN_COUNT: '40000', GEN_METRICS: '100' };
+  const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' });
+  t.ok(main.rows.length > 1000, `${main.rows.length} rows`);
+  for (const threads of ['1', '2']) {
+    const worker = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: threads });
+    t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same bytes in the same order`);
+    t.same(counts(worker), counts(main), `WORKER_THREADS=${threads}: the same counts`);
+  }
+});
+
+const rec = (name: string, tsMs: number, value: number | string, dims: Record<string, string> = { hostname: 'h1' }) =>
+  JSON.stringify({ metric: { name, dimensions: dims, timestamp: tsMs, value }, meta: { tenantId: 't', region: 'r' } });
+
+t.test('a file job with rejects, late records and windows closing mid-stream: the same rows and the same dead letters', async (t) => {
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  const lines: string[] = [];
+  for (let i = 0; i < 600; i++) {
+    lines.push(rec(`m${i % 7}`, t0 + i * 1000, i, { hostname: `h${i % 3}` }));
+    if (i % 50 === 7) lines.push('{"metric": not json');
+    if (i % 90 === 11) lines.push(rec('m1', t0 + i * 1000, 'NaN-text'));
+    // Far behind the watermark once it passed the first windows: late.
+    if (i > 300 && i % 40 === 0) lines.push(rec('m2', t0 + 5_000, 1));
+  }
+  const files = { 'in.ndjson': lines.join('\n') };
+  const env = { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '37', WINDOW_SECONDS: '60', ALLOWED_LATENESS_SECONDS: '5' };
+  const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' }, { files });
+  const reasons = new Set(main.deadLetters.map((d) => d.reason));
+  t.ok(reasons.has('late') && reasons.has('malformed_json') && reasons.has('wrong_type'), `the input exercises rejects and late records (${[...reasons].join(', ')})`);
+  for (const threads of ['1', '2']) {
+    const worker = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: threads }, { files });
+    t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same row bytes`);
+    t.same(letters(worker), letters(main), `WORKER_THREADS=${threads}: the same dead letters, in order`);
+    t.same(counts(worker), counts(main), `WORKER_THREADS=${threads}: the same counts`);
+  }
+});
+
+t.test('an owner worker that dies mid-stream: the run fails with STREAMSTATS_LANE_OWNER_LOST naming the lane, and writes nothing after', async (t) => {
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  // Windows of 60 s: those of the first 300 records close before the batch holding "exit" arrives.
+  const lines: string[] = [];
+  for (let i = 0; i < 300; i++) lines.push(rec('before', t0 + i * 1000, i));
+  lines.push('"exit"');
+  for (let i = 0; i < 300; i++) lines.push(rec('after', t0 + (300 + i) * 1000, i));
+  const err = await runPipeline(
+    t,
+    { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '50', LANE_STATE: 'worker', WORKER_THREADS: '1' },
+    { workerFile: EXITING_LANE_WORKER, files: { 'in.ndjson': lines.join('\n') } },
+  ).then(
+    () => null,
+    (e: unknown) => e as Error & { code?: string },
+  );
+  t.ok(err !== null, 'the run fails');
+  t.equal(err?.code, 'STREAMSTATS_LANE_OWNER_LOST');
+  t.match(err?.message, /owned lane 0 .*the process exits so that its supervisor restarts it, and every lane resumes from its commit point/);
+  const rows = readFileSync(join(t.testdirName, 'rows.ndjson'), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { name: string });
+  t.ok(rows.length > 0, `the windows closed before the crash were written (${rows.length} rows)`);
+  t.same([...new Set(rows.map((r) => r.name))], ['before'], 'no row of what came after the lost owner');
+});
+
+t.test('LANE_STATE is checked with the options it cannot run with, each named', async (t) => {
+  const base = { SINK: 'stdout', LANE_STATE: 'worker', WORKER_THREADS: '1' };
+  t.equal(parseConfig(base).laneState, 'worker');
+  t.equal(parseConfig({}).laneState, 'main', 'main by default');
+  t.throws(() => parseConfig({ LANE_STATE: 'elsewhere' }), /LANE_STATE="elsewhere" is not valid: one of main, worker/);
+  t.throws(() => parseConfig({ ...base, WORKER_THREADS: '0' }), /LANE_STATE="worker" is not valid: needs WORKER_THREADS >= 1 .*WORKER_THREADS=0/);
+  t.throws(() => parseConfig({ ...base, SINK: 'postgres://u@127.0.0.1:5432/test' }), /LANE_STATE="worker" is not valid: needs SINK=stdout, file:PATH or kafka/);
+  t.throws(() => parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows', EXACTLY_ONCE: 'true' }), /LANE_STATE="worker" is not valid: needs EXACTLY_ONCE=false/);
+  t.ok(parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows' }), 'Kafka at least once runs');
+  t.throws(() => parseConfig({ ...base, PERCENTILES: '50,99' }), /LANE_STATE="worker" is not valid: needs PERCENTILES unset .*PERCENTILES=50,99/);
+  t.throws(() => parseConfig({ ...base, LATE_RECORDS: 'amend' }), /LANE_STATE="worker" is not valid: needs LATE_RECORDS=dead-letter/);
+});
