@@ -17,6 +17,7 @@ import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { FormattedElsewhere, rowsTask } from '../windows/row-task.js';
 import { ClosedCells, SeriesBudget, type CellList, type ClosedBy } from '../windows/store.js';
 import { CLOSED_BY } from '../windows/cells.js';
+import { admit } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
@@ -112,37 +113,17 @@ export class Engine implements LaneHost {
 
   /** Resolves once the batch is dispatched (not applied). Throws once the engine has failed. */
   async submit(b: SourceBatch): Promise<void> {
-    if (this.#fatal !== null) throw this.#fatal;
-    const { pool, metrics } = this.#o;
-    if (pool.full || !this.#pending.free) metrics.poolBackpressure.inc();
-    await this.#pending.acquire();
-    if (this.#fatal !== null) {
-      this.#pending.release();
-      throw this.#fatal;
-    }
-    try {
-      await pool.acquire();
-    } catch (err) {
-      this.#pending.release();
-      throw err;
-    }
-    const known = this.#lanes.get(b.lane);
-    if (known === undefined && !this.#o.autoOpenLanes) {
-      // Revoked while this batch waited for capacity: nothing to apply it to.
-      pool.release();
-      this.#pending.release();
-      return;
-    }
-    const state = known ?? this.#open(b.lane, {});
-    const batch: Batch = { ...b, seq: state.nextSeq++ };
-    state.lastActivityMs = Date.now();
-    if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
-    const n = messageCount(batch);
-    metrics.messages.inc(n);
-    metrics.batchMessages.observe(n);
-    metrics.batchBytes.observe(batch.data.length);
-    this.totals.messages += n;
-    this.totals.batches++;
+    const { pool } = this.#o;
+    const admitted = await admit(b, {
+      fatal: () => this.#fatal,
+      pending: this.#pending,
+      capacity: pool,
+      metrics: this.#o.metrics,
+      totals: this.totals,
+      lane: (id) => this.#lanes.get(id) ?? (this.#o.autoOpenLanes ? this.#open(id, {}) : null),
+    });
+    if (admitted === null) return;
+    const { state, batch } = admitted;
     const nowMs = Date.now();
     const outcome = pool.run(batch, nowMs);
     state.chain = state.chain.then(async () => {

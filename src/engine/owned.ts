@@ -22,6 +22,7 @@ import type { RowBatch, StatsRow } from '../windows/row.js';
 import { FormattedElsewhere } from '../windows/row-task.js';
 import { subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
+import { admit } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
@@ -143,36 +144,17 @@ export class OwnedEngine implements LaneHost {
   }
 
   async submit(b: SourceBatch): Promise<void> {
-    if (this.#fatal !== null) throw this.#fatal;
     const { owners, metrics } = this.#o;
-    if (owners.full || !this.#pending.free) metrics.poolBackpressure.inc();
-    await this.#pending.acquire();
-    if (this.#fatal !== null) {
-      this.#pending.release();
-      throw this.#fatal;
-    }
-    try {
-      await owners.acquire();
-    } catch (err) {
-      this.#pending.release();
-      throw err;
-    }
-    const known = this.#lanes.get(b.lane);
-    if (known === undefined && !this.#o.autoOpenLanes) {
-      owners.release();
-      this.#pending.release();
-      return;
-    }
-    const state = known ?? this.#open(b.lane, {});
-    const batch: Batch = { ...b, seq: state.nextSeq++ };
-    state.lastActivityMs = Date.now();
-    if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
-    const n = messageCount(batch);
-    metrics.messages.inc(n);
-    metrics.batchMessages.observe(n);
-    metrics.batchBytes.observe(batch.data.length);
-    this.totals.messages += n;
-    this.totals.batches++;
+    const admitted = await admit(b, {
+      fatal: () => this.#fatal,
+      pending: this.#pending,
+      capacity: owners,
+      metrics,
+      totals: this.totals,
+      lane: (id) => this.#lanes.get(id) ?? (this.#o.autoOpenLanes ? this.#open(id, {}) : null),
+    });
+    if (admitted === null) return;
+    const { state, batch } = admitted;
     const nowMs = Date.now();
     const sentAt = performance.now();
     const { task, transfer } = applyTask(batch, nowMs);
