@@ -7,14 +7,19 @@
 //
 // Replies of one lane come back in the order its tasks were sent (one owner thread, first in first
 // out), so a lane's batches are sent at once and their replies handled along a chain per lane, as
-// the main engine chains its applies. A worker that dies loses its lanes' windows: the engine stops
-// with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
+// the main engine chains its applies. A worker that dies loses its lanes' windows: each of them is
+// rebuilt by replay where its source can replay a lane (Kafka: the partition is read again from the
+// lane's commit point under a fresh lane; the rows it already wrote are not written again, since the
+// point is taken once its writes have settled), and the other lanes go on. Where the source cannot
+// (a file, the generator, Redis), or a lane keeps losing its owner replaying from one point, the
+// engine stops with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
 import { Gate } from '../async/index.js';
 import { messageCount, type Batch } from '../core/batch.js';
 import type { DecodeResult, RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
-import type { LaneOwners } from '../pool/owners.js';
-import type { LaneHost, LaneStatus, SourceBatch } from '../sources/types.js';
+import { StreamstatsError } from '../errors.js';
+import { ownerLost, type LaneOwners } from '../pool/owners.js';
+import type { LaneHost, LaneRewinder, LaneStatus, SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
 import type { ClosedBy } from '../windows/cells.js';
 import type { LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
@@ -35,6 +40,15 @@ import type { EngineOptions, EngineTotals } from './types.js';
  */
 const WHOLE_BATCH: Pick<DecodeResult, 'series' | 'cells'> = { series: [], cells: new Float64Array(0) };
 
+export const OWNED_ENGINE_DEFAULTS = {
+  /**
+   * Owner losses of one lane replaying from the same commit point before the engine gives up: a
+   * record past that point kills its worker every time (memory, the task timeout, a crash), and
+   * replaying it again would loop forever behind a healthy-looking process.
+   */
+  maxRebuildsFromOnePoint: 3,
+} as const;
+
 export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPlacement' | 'percentiles' | 'percentileAccuracy' | 'lateRecords' | 'amendHorizonSeconds' | 'emitChunk'> {
   readonly owners: LaneOwners;
   /** The budget the owners count open series in (its buffer is in their settings). */
@@ -45,6 +59,8 @@ export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPla
 interface Owned {
   readonly id: number;
   readonly identity: LaneIdentity | undefined;
+  /** Its owner died: nothing more is sent for it, replies already made are still written, then it is rebuilt. */
+  lost: boolean;
   /** Input below it was processed before the restart: its rejects are not dead-lettered again. */
   readonly restoredAppliedEnd: number;
   dropped: boolean;
@@ -69,6 +85,9 @@ export class OwnedEngine implements LaneHost {
   readonly #lanes = new Map<number, Owned>();
   readonly #pending: Gate;
   #fatal: Error | null = null;
+  #rewinder: LaneRewinder | null = null;
+  /** Per lane identity: the point its last rebuild replayed from and how many rebuilds in a row did. */
+  readonly #rebuilds = new Map<string, { position: number | null; count: number }>();
   readonly totals: EngineTotals = { messages: 0, records: 0, ok: 0, rejected: {}, rows: 0, batches: 0, decodeSeconds: 0, poisonedBatches: 0, replayed: 0 };
 
   constructor(opts: OwnedEngineOptions) {
@@ -77,6 +96,65 @@ export class OwnedEngine implements LaneHost {
     this.#late = new LateWarner(opts.logger);
     this.#pending = new Gate(2 * opts.owners.stats.maxInFlight);
     if (Number.isFinite(opts.budget.maxBytes)) opts.metrics.stateLimitBytes.set(opts.budget.maxBytes);
+    opts.owners.onLost((owner, lanes, cause) => this.#ownerLost(owner, lanes, cause));
+  }
+
+  replayWith(rewinder: LaneRewinder): void {
+    this.#rewinder = rewinder;
+  }
+
+  /** An owner died with these lanes' state: each is rebuilt by replay, or the engine stops. */
+  #ownerLost(owner: number, lanes: readonly number[], cause: unknown): void {
+    const lost: Owned[] = [];
+    for (const id of lanes) {
+      const s = this.#lanes.get(id);
+      if (s === undefined || s.dropped || s.closed) continue;
+      s.lost = true;
+      this.#lanes.delete(id);
+      this.#late.forget(id);
+      lost.push(s);
+    }
+    if (lost.length === 0 || this.#fatal !== null) return;
+    if (this.#rewinder === null) {
+      this.#fail(ownerLost(owner, lanes, cause));
+      return;
+    }
+    this.#o.logger.warn({ err: cause, owner, lanes: lost.map((s) => s.id) }, 'a lane owner worker failed: its lanes are rebuilt by replaying their input from their commit points; the other lanes go on');
+    for (const s of lost) void this.#rebuild(s, owner, cause);
+    this.#updateGauges();
+  }
+
+  async #rebuild(s: Owned, owner: number, cause: unknown): Promise<void> {
+    // Replies the owner made before it died are written; the point is read once those writes settled.
+    await s.chain;
+    await s.writes.catch(() => {});
+    if (this.#fatal !== null) return;
+    const point = s.commitPoint;
+    const key = s.identity === undefined ? `lane ${s.id}` : `${s.identity.topic}:${s.identity.partition}`;
+    const position = point?.position ?? null;
+    const prev = this.#rebuilds.get(key);
+    const count = prev !== undefined && prev.position === position ? prev.count + 1 : 1;
+    this.#rebuilds.set(key, { position, count });
+    if (count > OWNED_ENGINE_DEFAULTS.maxRebuildsFromOnePoint) {
+      const base = ownerLost(owner, [s.id], cause);
+      this.#fail(new StreamstatsError(
+        'STREAMSTATS_LANE_OWNER_LOST',
+        `${key}: its owner failed ${count} times replaying from ${position === null ? 'where the lane resumed' : `position ${position}`} (a record after that point kills the worker: WORKER_MAX_MEMORY_MB, TASK_TIMEOUT_SECONDS or a crash); ${base.message}`,
+        { cause },
+      ));
+      return;
+    }
+    let rewound = false;
+    try {
+      rewound = this.#rewinder!.rewind(s.id, point);
+    } catch (err) {
+      this.#o.logger.error({ err }, 'replaying a lost lane failed');
+    }
+    if (!rewound) {
+      this.#fail(ownerLost(owner, [s.id], cause));
+      return;
+    }
+    this.#o.metrics.laneRebuilds.inc();
   }
 
   open(lane: number, init: LaneInit): void {
@@ -88,6 +166,7 @@ export class OwnedEngine implements LaneHost {
     const s: Owned = {
       id,
       identity: init.identity,
+      lost: false,
       restoredAppliedEnd: init.appliedEnd ?? -Infinity,
       dropped: false,
       closed: false,
@@ -105,7 +184,9 @@ export class OwnedEngine implements LaneHost {
     this.#lanes.set(id, s);
     this.#o.owners.assign(id);
     const opened = this.#send({ kind: 'open', lane: id, init });
-    s.chain = opened.then(() => {}, (err: unknown) => this.#fail(err));
+    s.chain = opened.then(() => {}, (err: unknown) => {
+      if (!s.lost) this.#fail(err);
+    });
     return s;
   }
 
@@ -169,7 +250,7 @@ export class OwnedEngine implements LaneHost {
         metrics.taskWaitSeconds.observe(Math.max(0, (performance.now() - sentAt) / 1000 - r.seconds));
         if (this.#fatal === null && !state.dropped) await this.#applied(state, batch, r.parts, r.chunks, r.point, r.figures, nowMs);
       } catch (err) {
-        this.#fail(err);
+        if (!state.lost) this.#fail(err);
       } finally {
         batch.release?.();
         this.#pending.release();
@@ -225,7 +306,7 @@ export class OwnedEngine implements LaneHost {
         await this.#emit(s, r.chunks, r.point);
         this.#updateGauges();
       } catch (err) {
-        this.#fail(err);
+        if (!s.lost) this.#fail(err);
       }
     });
     await s.chain;

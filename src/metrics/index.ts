@@ -95,6 +95,11 @@ export function createMetrics(registry: Registry, opts: { defaultMetrics?: boole
       help: 'Records read again after a restart or rebalance and skipped: their window was already emitted, or they were already dead-lettered',
       registers,
     }),
+    laneRebuilds: new Counter({
+      name: `${PREFIX}lane_rebuilds_total`,
+      help: 'LANE_STATE=worker: lanes whose owner worker died (crash, WORKER_MAX_MEMORY_MB, TASK_TIMEOUT_SECONDS) and that were rebuilt by replaying their input from their commit point',
+      registers,
+    }),
     lagMessages: new Gauge({
       name: `${PREFIX}consumer_lag_messages`,
       help: 'High watermark minus the next offset to process, per topic and partition (SOURCE=redis: entries not yet delivered to the group, per stream)',

@@ -1,14 +1,14 @@
 // The lane owners of LANE_STATE=worker: one piscina of one thread per owner, so every task of a lane
 // reaches the worker that holds its state (lane affinity), in the order it was sent (one thread, one
-// task at a time, piscina's queue kept strictly first in first out), while piscina still replaces a
-// crashed worker and holds each worker to WORKER_MAX_MEMORY_MB; a task past TASK_TIMEOUT_SECONDS
-// loses its owner too.
+// task at a time, piscina's queue kept strictly first in first out), while piscina still holds each
+// worker to WORKER_MAX_MEMORY_MB; a task past TASK_TIMEOUT_SECONDS loses its owner too.
 // A lane is assigned to the owner with the fewest lanes when it opens, for its life.
 //
-// A worker that dies takes its lanes' state with it: its replacement does not hold them, and they
-// cannot be rebuilt here without replaying their input, so any failed task is a lost owner
-// (STREAMSTATS_LANE_OWNER_LOST) and the engine stops; the restart resumes every lane from its commit
-// point, which keeps at-least-once and exactly-once.
+// A worker that dies takes its lanes' state with it. The owner is then replaced as a whole (a fresh
+// piscina: the old one is destroyed, which also ends a worker stuck past the timeout, and every task
+// still queued for it fails instead of running on a worker that does not hold its lane), its lanes
+// are unassigned and the listener is told once which lanes went: the engine rebuilds them by replay
+// where the source can replay a lane, and stops (STREAMSTATS_LANE_OWNER_LOST) where it cannot.
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Gate, TimeoutError, withTimeout } from '../async/index.js';
@@ -40,7 +40,12 @@ interface Owner {
   readonly piscina: Piscina;
   /** Lanes assigned to it now. */
   lanes: number;
+  /** Set once it failed: the lanes it held then (it is replaced, and its late failures name them). */
+  lost: readonly number[] | null;
 }
+
+/** Told once per failed owner: which lanes lost their state, and why. */
+export type OwnerLostListener = (owner: number, lanes: readonly number[], cause: unknown) => void;
 
 /** The lanes an owner held, named in the error that stops the engine when it is lost. */
 export function ownerLost(owner: number, lanes: readonly number[], cause: unknown): StreamstatsError {
@@ -60,6 +65,7 @@ export class LaneOwners {
   /** lane -> its owner, for the life of the lane. */
   readonly #assigned = new Map<number, Owner>();
   #busySeconds = 0;
+  #onLost: OwnerLostListener | undefined;
   #closed = false;
   #closing: Promise<void> | null = null;
 
@@ -69,26 +75,51 @@ export class LaneOwners {
     this.#opts = opts;
     this.#gate = new Gate(opts.maxInFlight);
     this.#owners = [];
-    for (let i = 0; i < opts.threads; i++) {
-      const piscina = new Piscina({
-        filename: opts.workerFile ?? OWNERS_DEFAULTS.workerFile,
-        minThreads: 1,
-        maxThreads: 1,
-        // The in-flight gate is the real bound; lane verbs outside it (open, idle, close) are a few per lane.
-        maxQueue: opts.maxInFlight + 1024,
-        concurrentTasksPerWorker: 1,
-        // A lane's tasks must run in the order they were sent. piscina keeps that only for tasks
-        // without an abort signal (abortable ones wait in a second queue that is not first in first
-        // out) and with stricterFIFO (else a task it could not hand to the busy worker goes back at
-        // the tail, behind later ones). So the task timeout is ours (run()), not an AbortSignal.
-        stricterFIFO: true,
-        idleTimeout: Infinity,
-        workerData: opts.settings,
-        resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      });
-      piscina.on('error', (err: Error) => opts.onPoolError?.(err));
-      this.#owners.push({ index: i, piscina, lanes: 0 });
-    }
+    for (let i = 0; i < opts.threads; i++) this.#owners.push(this.#spawn(i));
+  }
+
+  /** Listens for owners that fail (one listener: the engine). */
+  onLost(listener: OwnerLostListener): void {
+    this.#onLost = listener;
+  }
+
+  #spawn(index: number): Owner {
+    const opts = this.#opts;
+    const piscina = new Piscina({
+      filename: opts.workerFile ?? OWNERS_DEFAULTS.workerFile,
+      minThreads: 1,
+      maxThreads: 1,
+      // The in-flight gate is the real bound; lane verbs outside it (open, idle, close) are a few per lane.
+      maxQueue: opts.maxInFlight + 1024,
+      concurrentTasksPerWorker: 1,
+      // A lane's tasks must run in the order they were sent. piscina keeps that only for tasks
+      // without an abort signal (abortable ones wait in a second queue that is not first in first
+      // out) and with stricterFIFO (else a task it could not hand to the busy worker goes back at
+      // the tail, behind later ones). So the task timeout is ours (run()), not an AbortSignal.
+      stricterFIFO: true,
+      idleTimeout: Infinity,
+      workerData: opts.settings,
+      resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+    });
+    piscina.on('error', (err: Error) => opts.onPoolError?.(err));
+    return { index, piscina, lanes: 0, lost: null };
+  }
+
+  /**
+   * The owner failed: replaces it by a fresh one, unassigns its lanes and tells the listener (once per
+   * owner, however many of its tasks fail). Returns the lanes it held.
+   */
+  #lose(owner: Owner, cause: unknown): readonly number[] {
+    if (owner.lost !== null) return owner.lost;
+    const lanes = this.lanesOf(owner.index);
+    owner.lost = lanes;
+    for (const lane of lanes) this.#assigned.delete(lane);
+    owner.lanes = 0;
+    if (!this.#closed && this.#owners[owner.index] === owner) this.#owners[owner.index] = this.#spawn(owner.index);
+    // Terminates a worker stuck in a task, and fails what was queued behind it.
+    void owner.piscina.destroy().catch(() => {});
+    this.#onLost?.(owner.index, lanes, cause);
+    return lanes;
   }
 
   /** Gives the lane an owner for its life: the one with the fewest lanes (the lowest index of equals). */
@@ -176,11 +207,16 @@ export class LaneOwners {
       });
       reply = await Promise.race([ran, late]);
     } catch (err) {
-      throw ownerLost(owner.index, this.lanesOf(owner.index).length > 0 ? this.lanesOf(owner.index) : [task.lane], err);
+      if (this.#closed) throw err;
+      const lanes = this.#lose(owner, err);
+      throw ownerLost(owner.index, lanes.length > 0 ? lanes : [task.lane], err);
     } finally {
       clearTimeout(timer);
     }
-    if (reply.kind === 'lost') throw ownerLost(owner.index, this.lanesOf(owner.index), new Error(`a replacement worker does not hold lane ${reply.lane}`));
+    if (reply.kind === 'lost') {
+      const cause = new Error(`a replacement worker does not hold lane ${reply.lane}`);
+      throw ownerLost(owner.index, this.#lose(owner, cause), cause);
+    }
     this.#busySeconds += reply.seconds;
     return reply;
   }

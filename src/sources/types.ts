@@ -65,6 +65,22 @@ export interface LaneHost {
   status(lane: number): LaneStatus | null;
   /** Resolves when every submitted batch has been applied and its rows written. */
   drain(): Promise<void>;
+  /**
+   * Hosts whose lanes can lose their state (LANE_STATE=worker: the worker holding it died) rebuild a
+   * lane by asking its source to replay it; a source that can registers here. Without one such a
+   * loss stops the host.
+   */
+  replayWith?(rewinder: LaneRewinder): void;
+}
+
+/** What a source that can replay a lane offers its host. */
+export interface LaneRewinder {
+  /**
+   * The lane's state is gone, `point` its last commit point (null before its first): open a fresh
+   * lane at it (host.open, a new number) and read the input again from there. The old lane is
+   * already closed. False when this source cannot (then the host stops).
+   */
+  rewind(lane: number, point: CommitPoint | null): boolean;
 }
 
 /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */

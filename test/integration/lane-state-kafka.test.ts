@@ -1,7 +1,8 @@
 // LANE_STATE=worker on SOURCE=kafka against the real broker (KAFKA_BROKERS): the rows equal those of
-// LANE_STATE=main, one series budget bounds the lanes of every owner, and an owner that dies exits
+// LANE_STATE=main, one series budget bounds the lanes of every owner, an owner that dies once has its
+// lanes rebuilt by replay while the others go on, and an owner that keeps dying on one record exits
 // the process with its lanes' commit points where a restart resumes them.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -10,6 +11,7 @@ import { brokers, client, createTopic, keyed, produce, startEngine, uid, waitFor
 import { produceTo } from '../fixtures/topics.js';
 
 const EXITING_LANE_CLI = fileURLToPath(new URL('../fixtures/exiting-lane-cli.js', import.meta.url));
+const EXITING_LANE_WORKER = fileURLToPath(new URL('../fixtures/exiting-lane-worker.js', import.meta.url));
 
 const caughtUp = (e: Engine, n: number) => () =>
   e.metric('streamstats_records_total', { result: 'ok' }) + e.metric('streamstats_records_total', { result: 'series_limit' }) >= n &&
@@ -58,7 +60,48 @@ t.test('MAX_SERIES bounds the series of all owners together: 2 lanes in 2 owners
   t.match(refused[0]?.detail, /MAX_SERIES/);
 });
 
-t.test('an owner that dies mid-stream: exit status 1 with STREAMSTATS_LANE_OWNER_LOST, the commit never passes what was written, and a restart completes the rows', async (t) => {
+t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from its commit point, the other lane goes on, and every row is written exactly once', async (t) => {
+  const topic = await createTopic(t, 2);
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  const rec = (name: string, i: number) => JSON.stringify({ metric: { name, dimensions: { hostname: 'h' }, timestamp: t0 + i * 1000, value: i % 97 }, meta: { tenantId: 't', region: 'r' } });
+  const msgs: Array<{ partition: number; value: string }> = [];
+  for (let i = 0; i < 600; i++) {
+    msgs.push({ partition: 0, value: rec('a', i) });
+    msgs.push({ partition: 1, value: rec('b', i) });
+    // Mid-stream, after windows of partition 0 were closed and written (windows of 60 s).
+    if (i === 300) msgs.push({ partition: 0, value: '"exit"' });
+  }
+  // Flush points an hour on: every window of the run closes.
+  msgs.push({ partition: 0, value: rec('a', 3600) }, { partition: 1, value: rec('b', 3600) });
+  await produceTo(brokers(), topic, msgs);
+  const marker = join(t.testdir(), 'died');
+  process.env['STREAMSTATS_TEST_EXIT_ONCE'] = marker;
+  t.teardown(() => {
+    delete process.env['STREAMSTATS_TEST_EXIT_ONCE'];
+  });
+  const env = { KAFKA_TOPICS: topic, BATCH_SIZE: '25', COMMIT_INTERVAL_SECONDS: '0.2', WORKER_THREADS: '2' };
+  const e = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
+  const total = msgs.length - 1;
+  // Caught up, then every window closed by the idle flush (IDLE_FLUSH_SECONDS=1), the flush points' too.
+  const settled = (x: Engine) => () => x.sum('streamstats_consumer_lag_messages') === 0 && x.metric('streamstats_open_series') === 0 && x.metric('streamstats_records_total', { result: 'ok' }) >= total;
+  await waitFor([e], () => e.metric('streamstats_lane_rebuilds_total') >= 1 && settled(e)(), 'the lost lane was rebuilt and both partitions caught up');
+  t.ok(existsSync(marker), 'the owner did die');
+  t.equal(e.metric('streamstats_lane_rebuilds_total'), 1, 'one lane rebuilt: the lane of the other owner never lost its state');
+  t.ok(e.metric('streamstats_records_total', { result: 'ok' }) > total, 'records replayed into the rebuilt lane count again as applied');
+  await e.stop();
+  await t.resolves(e.done, 'the run ends cleanly: a lost owner no longer stops the engine');
+  const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
+  await waitFor([reference], settled(reference), 'the reference caught up');
+  await reference.stop();
+  const rows = e.rows().map((r) => JSON.stringify(r)).sort();
+  const expected = reference.rows().map((r) => JSON.stringify(r)).sort();
+  t.ok(expected.length >= 16, `${expected.length} rows in the undisturbed run`);
+  t.same(rows, expected, 'the same rows as an undisturbed run, none missing and none written twice');
+  const letters = e.deadLetters();
+  t.same(letters.map((d) => d.reason), reference.deadLetters().map((d) => d.reason), 'the same dead letters (the "exit" message once, not once per replay)');
+});
+
+t.test('an owner that dies on the same record every time: rebuilt 3 times, then exit status 1 with STREAMSTATS_LANE_OWNER_LOST; the commit never passes what was written, and a restart completes the rows', async (t) => {
   const topic = await createTopic(t, 1);
   const group = uid('g-lost');
   const t0 = Date.parse('2024-03-01T00:00:00Z');
@@ -91,6 +134,7 @@ t.test('an owner that dies mid-stream: exit status 1 with STREAMSTATS_LANE_OWNER
   t.equal(crashed.code, 1, 'the process exits non-zero');
   t.match(crashed.stderr, /STREAMSTATS_LANE_OWNER_LOST/);
   t.match(crashed.stderr, /owned lane \d+ \(owner 0\) failed/);
+  t.match(crashed.stderr, /its owner failed 4 times replaying from position \d+/, 'it gave up after 3 rebuilds from the same commit point');
   const admin = client().admin();
   await admin.connect();
   const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] });

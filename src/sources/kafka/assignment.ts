@@ -2,7 +2,10 @@
 // restarts every assigned partition from its committed offset after each join, so a join never
 // continues a lane: it replaces the whole table, with fresh lane numbers, and each partition's lane
 // is opened again at its commit. Numbers are never reused, so a late result of the previous
-// generation can never be taken for the new one.
+// generation can never be taken for the new one. Within a generation a partition's lane is replaced
+// too when its state was lost (its owner worker died): the partition is replayed from its commit
+// point under a fresh lane number.
+import type { LaneInit } from '../../commit/types.js';
 
 export interface TopicPartition {
   readonly topic: string;
@@ -20,6 +23,8 @@ export interface Held {
   ready: Promise<void>;
   /** Set when the sink's stored position differs from where kafkajs starts: the first batch seeks. */
   seekTo: number | null;
+  /** What its lane opened at and the offset it resumed from (null until restored): a rebuild before its first commit point replays from there. */
+  restoredAt: { readonly init: LaneInit; readonly start: number | null } | null;
 }
 
 /** Groups partitions by topic, the shape kafkajs's pause/resume/seek calls take. */
@@ -69,9 +74,22 @@ export class Assignment {
   /** Starts a new generation holding `tps`, each under a fresh id; `ready` is set by the restore. */
   open(tps: readonly TopicPartition[]): Held[] {
     const gen = ++this.#gen;
-    const held = tps.map((tp): Held => ({ id: this.#nextId++, tp, gen, ready: Promise.resolve(), seekTo: null }));
+    const held = tps.map((tp): Held => ({ id: this.#nextId++, tp, gen, ready: Promise.resolve(), seekTo: null, restoredAt: null }));
     for (const h of held) this.#held.set(tpKey(h.tp), h);
     return held;
+  }
+
+  /** The held entry whose lane is `id`, if it is still held. */
+  byId(id: number): Held | undefined {
+    for (const h of this.#held.values()) if (h.id === id) return h;
+    return undefined;
+  }
+
+  /** The same partition in the same generation under a fresh lane number (its old lane's batches are then stale). */
+  replace(h: Held): Held {
+    const next: Held = { id: this.#nextId++, tp: h.tp, gen: h.gen, ready: Promise.resolve(), seekTo: null, restoredAt: null };
+    this.#held.set(tpKey(h.tp), next);
+    return next;
   }
 
   /** Empties the table (each lane got its partition's identity when it opened, and keeps it to the end). */

@@ -46,6 +46,12 @@ export class Lag {
     this.#parts.set(tpKey(held.tp), { held, hw, start, away: null });
   }
 
+  /** The partition's lane was replaced (rebuilt from `start`): its high watermark stays known. */
+  retrack(held: Held, start: number): void {
+    const t = this.#parts.get(tpKey(held.tp));
+    this.#parts.set(tpKey(held.tp), { held, hw: t?.hw ?? null, start, away: null });
+  }
+
   /** A high watermark seen for a tracked partition (fetch or poll); others, and older ones, are ignored. */
   sawHighWatermark(tp: TopicPartition, hw: number): void {
     const t = this.#parts.get(tpKey(tp));

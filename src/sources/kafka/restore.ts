@@ -120,6 +120,7 @@ export async function restore(
     const plan = planRestore(h.tp, state, o.from);
     o.lanes.open(h.id, plan.init);
     h.seekTo = plan.seekTo;
+    h.restoredAt = { init: plan.init, start: plan.start };
     o.onPlan(h, plan);
     if (plan.from === 'sink') {
       o.logger.info({ partition: tpKey(h.tp), offset: plan.start, watermark: new Date(plan.init.watermarkMs!).toISOString() }, 'kafka: resuming from the position stored in the sink');

@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { Signal, withTimeout } from '../../async/index.js';
 import type { KafkaConfig } from '../../config/index.js';
 import type { Metrics } from '../../metrics/index.js';
-import type { PositionStore } from '../../commit/types.js';
+import type { CommitPoint, LaneInit, PositionStore } from '../../commit/types.js';
 import { kafkajsConfig } from '../../kafka/client.js';
 import { notKafkaHint } from '../../kafka/errors.js';
 import { registerCodecs } from '../../kafka/codecs.js';
@@ -154,6 +154,36 @@ export class KafkaSource {
       },
       probe: () => anyBrokerAnswers(kafka.brokers, BROKER_PROBE_TIMEOUT_MS),
     });
+    lanes.replayWith?.({ rewind: (lane, point) => this.#rewind(lane, point) });
+  }
+
+  /**
+   * A lane's state was lost (its owner worker died): the partition is read again from the lane's
+   * commit point (or, before its first, from where it resumed) under a fresh lane, which the host
+   * rebuilds by replay; batches of the old lane still queued or fetched are stale from here on.
+   */
+  #rewind(lane: number, point: CommitPoint | null): boolean {
+    const h = this.#held.byId(lane);
+    // Revoked or replaced since, or stopping: whoever holds the partition next restores it from the commits.
+    if (h === undefined || this.#stop.raised) return true;
+    const consumer = this.#session?.consumer ?? null;
+    const init: LaneInit | undefined = point !== null ? { identity: h.tp, ...point } : h.restoredAt?.init;
+    const start = point !== null ? point.position : (h.restoredAt?.start ?? null);
+    if (consumer === null || init === undefined || start === null) return false;
+    const next = this.#held.replace(h);
+    next.restoredAt = { init, start };
+    // The fetch already moved past `start`: a batch fetched before the seek took effect is dropped.
+    next.seekTo = start;
+    this.#o.lanes.open(next.id, init);
+    this.#lag.retrack(next, start);
+    try {
+      consumer.seek({ topic: h.tp.topic, partition: h.tp.partition, offset: String(start) });
+    } catch (err) {
+      this.#o.logger.error({ err, partition: tpKey(h.tp) }, 'kafka: seeking back to rebuild a lost lane failed');
+      return false;
+    }
+    this.#o.logger.warn({ partition: tpKey(h.tp), offset: start, lane: next.id }, 'kafka: replaying a partition whose lane lost its state, from its commit point');
+    return true;
   }
 
   /** Ready: in the group with an assignment, and nothing crashed. */
