@@ -21,6 +21,7 @@ import type { ClosedBy } from '../windows/cells.js';
 import type { GeneratedBatch, LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import { FormattedElsewhere } from '../windows/row-task.js';
+import { releaseSlab } from '../windows/row-slabs.js';
 import { subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
 import { admit, admitGenerated } from './admit.js';
@@ -376,18 +377,22 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       if (this.#o.sink.wholeEmissions === true) {
         unwritten.cells = 0;
         unwritten.windows = 0;
-        await this.#write(s, joined(chunks.map((c) => this.#rows(c, s.identity)), s.identity), cells, windows, point, closing);
+        await this.#write(s, joined(chunks.map((c) => this.#rows(c, s.identity)), s.identity), cells, windows, point, closing, chunks);
         return;
       }
       for (let i = 0; i < chunks.length; i++) {
         if (i > 0) {
           await yieldToLoop();
-          if (s.dropped || this.#fatal !== null) return;
+          if (s.dropped || this.#fatal !== null) {
+            // Never to be written: their slabs go back to the owner now.
+            release(chunks.slice(i));
+            return;
+          }
         }
         const c = chunks[i]!;
         unwritten.cells -= c.cells;
         unwritten.windows -= c.windows;
-        await this.#write(s, this.#rows(c, s.identity), c.cells, c.windows, i === chunks.length - 1 ? point : null, closing);
+        await this.#write(s, this.#rows(c, s.identity), c.cells, c.windows, i === chunks.length - 1 ? point : null, closing, [c]);
       }
     } finally {
       if (unwritten.cells > 0 || unwritten.windows > 0) {
@@ -403,7 +408,8 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
     return new FormattedElsewhere(c.wire, ident, () => parsedRows(c, ident));
   }
 
-  async #write(s: Owned, batch: RowBatch, cells: number, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
+  /** `from`: the chunks the batch's bytes are in, whose slabs go back to their owner once the write settled. */
+  async #write(s: Owned, batch: RowBatch, cells: number, windows: number, point: CommitPoint | null, closing: boolean, from: readonly RowsChunk[]): Promise<void> {
     const ident = s.identity;
     const { metrics, sink } = this.#o;
     const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
@@ -413,12 +419,16 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       this.#updateGauges();
     });
     const settle = async (): Promise<void> => {
-      const result = await written;
-      end();
-      if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
-      metrics.windowsEmitted.inc(cells - result.rejected.length);
-      this.totals.rows += cells - result.rejected.length;
-      if (point !== null) this.#advancePoint(s, point);
+      try {
+        const result = await written;
+        end();
+        if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
+        metrics.windowsEmitted.inc(cells - result.rejected.length);
+        this.totals.rows += cells - result.rejected.length;
+        if (point !== null) this.#advancePoint(s, point);
+      } finally {
+        release(from);
+      }
     };
     if (sink.pipelined !== true || closing) {
       await settle();
@@ -493,6 +503,11 @@ function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: Ar
     ...(batch.lastTimestampMs === undefined ? {} : { lastTimestampMs: batch.lastTimestampMs }),
   };
   return { task, transfer };
+}
+
+/** The chunks' rows are written (or never will be): the owners may write over their slabs. */
+function release(chunks: readonly RowsChunk[]): void {
+  for (const c of chunks) if (c.slab != null) releaseSlab(c.slab);
 }
 
 const NO_BYTES = Buffer.alloc(0);

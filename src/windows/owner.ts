@@ -15,6 +15,7 @@ import type { ClosedBy } from './cells.js';
 import { Lane, type StoreSettings } from './lane.js';
 import { RowFormatter } from './row.js';
 import { rowsWire } from './row-task.js';
+import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type ApplyOutcome, type ClosedCells } from './store.js';
 
 /** Sent once to each owner (workerData). */
@@ -78,6 +79,8 @@ export interface RowsChunk {
   readonly wire: RowsWire;
   readonly cells: number;
   readonly windows: number;
+  /** The shared memory the wire's lines are in, to hand back (releaseSlab) once they are written; null: a buffer of their own. */
+  readonly slab?: SharedArrayBuffer | null;
 }
 
 /** The lane's figures after a task: what LaneStatus and the gauges read on the main thread. */
@@ -130,6 +133,7 @@ export class LaneOwner {
   readonly #generators = new Map<number, LanePoints>();
   /** The last generated batch's buffer, written over by the next (nothing keeps a batch's bytes once applied). */
   #scratch: Buffer = Buffer.alloc(0);
+  readonly #slabs = new RowSlabs();
 
   constructor(settings: OwnerSettings) {
     this.#settings = settings;
@@ -252,7 +256,8 @@ export class LaneOwner {
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const t = performance.now();
-      out.push({ wire: rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t), cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
+      const { wire, slab } = this.#slabs.place(rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t));
+      out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
     }
     return out;
   }
