@@ -58,6 +58,20 @@ t.test('the default job with MAX_SERIES refusals: every refused point dead-lette
   t.ok([...perWindow.values()].every((n) => n <= 150), 'no window holds more series than MAX_SERIES');
 });
 
+t.test('the default job in worker mode stopped mid-stream: what was sent is applied and every open window flushed', async (t) => {
+  // Far more points than are made before the stop: the run ends by stop(), not by the end of input.
+  const r = await runPipeline(t, { GEN_COUNT: '50000000', GEN_METRICS: '100', LANE_STATE: 'worker', WORKER_THREADS: '2' }, {
+    during: (_port, p) => {
+      setTimeout(() => p.stop(), 500).unref();
+    },
+  });
+  t.ok(r.summary.stopped, 'stopped by stop()');
+  t.ok(r.summary.messages > 0 && r.summary.messages < 50_000_000, `${r.summary.messages} points sent for before the stop`);
+  t.equal(r.summary.records, r.summary.messages, 'every batch sent was applied');
+  t.equal(r.summary.ok, r.summary.records, 'all accepted');
+  t.equal(r.rows.reduce((a, x) => a + x.count, 0), r.summary.ok, 'and every accepted point is in a row written at the close');
+});
+
 const rec = (name: string, tsMs: number, value: number | string, dims: Record<string, string> = { hostname: 'h1' }) =>
   JSON.stringify({ metric: { name, dimensions: dims, timestamp: tsMs, value }, meta: { tenantId: 't', region: 'r' } });
 
