@@ -272,7 +272,7 @@ export class Pipeline {
     });
     const started = performance.now();
     const busy = new BusyClock(started);
-    const busyTimer = setInterval(() => busy.sample(performance.now(), engine.totals.records, pool.stats.inFlight), BUSY_SAMPLE_MS);
+    const busyTimer = setInterval(() => busy.sample(performance.now(), engine.totals.records, pool.inFlight), BUSY_SAMPLE_MS);
     busyTimer.unref();
     let peakRss = process.memoryUsage.rss();
     const rssTimer = setInterval(() => {
