@@ -14,8 +14,9 @@ const HELD = 1;
 const copy = Buffer.prototype.copy;
 
 export const ROW_SLABS_DEFAULTS = {
-  /** Slabs an owner keeps at most; past them (writes far behind) a chunk crosses as a plain buffer. */
+  /** Slabs an owner keeps at most, and their bytes; past them (writes far behind) a chunk crosses as a plain buffer. */
   maxSlabs: 32,
+  maxBytes: 32 * 1024 * 1024,
   /** The smallest slab: small chunks (an idle close) share the size of an ordinary one. */
   minBytes: 256 * 1024,
 } as const;
@@ -24,11 +25,19 @@ export const ROW_SLABS_DEFAULTS = {
 export class RowSlabs {
   readonly #slabs: Array<{ readonly buffer: SharedArrayBuffer; readonly state: Int32Array }> = [];
   readonly #max: number;
+  readonly #maxBytes: number;
   readonly #minBytes: number;
+  #bytes = 0;
 
-  constructor(opts: { maxSlabs?: number; minBytes?: number } = {}) {
+  constructor(opts: { maxSlabs?: number; maxBytes?: number; minBytes?: number } = {}) {
     this.#max = opts.maxSlabs ?? ROW_SLABS_DEFAULTS.maxSlabs;
+    this.#maxBytes = opts.maxBytes ?? ROW_SLABS_DEFAULTS.maxBytes;
     this.#minBytes = opts.minBytes ?? ROW_SLABS_DEFAULTS.minBytes;
+  }
+
+  /** Bytes of every slab made and kept. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Slabs made so far (free or held). */
@@ -44,14 +53,17 @@ export class RowSlabs {
     const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength;
     let slab = this.#slabs.find((s) => s.buffer.byteLength >= need && Atomics.load(s.state, 0) === FREE);
     if (slab === undefined) {
-      if (this.#slabs.length >= this.#max) {
+      let bytes = this.#minBytes;
+      while (bytes < need) bytes *= 2;
+      if (bytes > this.#maxBytes) return { wire, slab: null };
+      while (this.#slabs.length >= this.#max || this.#bytes + bytes > this.#maxBytes) {
         // Drop the smallest free slab for a bigger one, or give up on shared memory for this chunk.
         const i = this.#slabs.findIndex((s) => Atomics.load(s.state, 0) === FREE);
         if (i < 0) return { wire, slab: null };
+        this.#bytes -= this.#slabs[i]!.buffer.byteLength;
         this.#slabs.splice(i, 1);
       }
-      let bytes = this.#minBytes;
-      while (bytes < need) bytes *= 2;
+      this.#bytes += bytes;
       const buffer = new SharedArrayBuffer(bytes);
       slab = { buffer, state: new Int32Array(buffer, 0, 1) };
       this.#slabs.push(slab);

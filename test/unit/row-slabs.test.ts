@@ -45,3 +45,18 @@ t.test('a chunk bigger than every free slab gets a slab of its size; with all he
   t.ok(d.slab !== null && d.slab !== a.slab && d.slab.byteLength >= Buffer.byteLength(big), 'the small free slab made room for one big enough');
   t.equal(slabs.size, 2, 'never more than maxSlabs');
 });
+
+t.test('the slabs\' bytes stay within maxBytes: a chunk that would pass them crosses in its own buffer', async (t) => {
+  const slabs = new RowSlabs({ maxSlabs: 8, maxBytes: 1024, minBytes: 256 });
+  const line = `{"x":"${'y'.repeat(100)}"}\n`;
+  const held = [0, 1, 2, 3].map(() => slabs.place(wire(line)));
+  t.ok(held.every((h) => h.slab !== null), 'four slabs of 256 bytes');
+  t.equal(slabs.bytes, 1024);
+  t.equal(slabs.place(wire(line)).slab, null, 'a fifth would pass maxBytes');
+  t.equal(slabs.place(wire(line.repeat(20))).slab, null, 'so would one chunk bigger than maxBytes alone');
+  releaseSlab(held[0]!.slab!);
+  releaseSlab(held[1]!.slab!);
+  const big = slabs.place(wire(line.repeat(3)));
+  t.ok(big.slab !== null && big.slab.byteLength === 512, 'two free small slabs gave way to one of 512 bytes');
+  t.ok(slabs.bytes <= 1024, `${slabs.bytes} bytes kept`);
+});
