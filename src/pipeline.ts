@@ -15,8 +15,8 @@ import { SharedSeriesBudget } from './windows/store.js';
 import { openDeadLetter } from './sinks/dead-letter.js';
 import { createSink } from './sinks/index.js';
 import { StreamSource } from './sources/file.js';
-import { GeneratorSource } from './sources/generator.js';
-import type { LaneHost, PullSource } from './sources/types.js';
+import { GeneratorSource, OwnedGeneratorSource } from './sources/generator.js';
+import type { LaneHost, Progress, PullSource } from './sources/types.js';
 import { StreamstatsError } from './errors.js';
 import { BUSY_SAMPLE_MS, BusyClock, endlessProgressLine } from './progress.js';
 import type { Metrics } from './metrics/index.js';
@@ -89,7 +89,7 @@ export interface PipelineDeps {
 export class Pipeline {
   readonly #config: Config;
   readonly #deps: PipelineDeps;
-  #source: PullSource | KafkaSource | RedisSource | null = null;
+  #source: PullSource | OwnedGeneratorSource | KafkaSource | RedisSource | null = null;
   /** The source when it is an endless, group-managed one (Kafka, Redis): its own readiness counts. */
   #endless: KafkaSource | RedisSource | null = null;
   #ready = false;
@@ -199,8 +199,10 @@ export class Pipeline {
         percentileAccuracy: config.percentileAccuracy,
       });
     }
-    let source: PullSource | KafkaSource | RedisSource;
+    let source: PullSource | OwnedGeneratorSource | KafkaSource | RedisSource;
     let pull: PullSource | null = null;
+    /** SOURCE=generator with LANE_STATE=worker: the owners generate their lanes' points. */
+    let generated: OwnedGeneratorSource | null = null;
     if (config.source.kind === 'kafka') {
       const { KafkaSource } = await import('./sources/kafka/source.js');
       source = this.#endless = new KafkaSource({
@@ -234,6 +236,8 @@ export class Pipeline {
         lagIntervalMs: config.kafka.lagIntervalMs,
         ...(sink.positions === undefined ? {} : { positions: sink.positions }),
       });
+    } else if (config.source.kind === 'generator' && engine instanceof OwnedEngine) {
+      source = generated = new OwnedGeneratorSource(config.generator, config.workerThreads, config.batchSize, config.batchMaxBytes);
     } else {
       source = pull = createPullSource(config);
     }
@@ -268,7 +272,7 @@ export class Pipeline {
     });
     const started = performance.now();
     const busy = new BusyClock(started);
-    const busyTimer = setInterval(() => busy.sample(performance.now(), engine.totals.records, pool.stats.inFlight), BUSY_SAMPLE_MS);
+    const busyTimer = setInterval(() => busy.sample(performance.now(), engine.totals.records, pool.inFlight), BUSY_SAMPLE_MS);
     busyTimer.unref();
     let peakRss = process.memoryUsage.rss();
     const rssTimer = setInterval(() => {
@@ -288,7 +292,13 @@ export class Pipeline {
         logger.info(`statistics API off: ${config.api.reason}`);
       }
       this.#ready = true;
-      if (pull === null) {
+      if (generated !== null && engine instanceof OwnedEngine) {
+        this.#startProgress(generated, engine, started);
+        // One lane per owner, each generated where it lives; then, as below, every window closes.
+        await generated.run(engine);
+        this.#ready = false;
+        await engine.closeAll();
+      } else if (pull === null) {
         // Endless: runs until stop(); open windows are not flushed (they are rebuilt from the commit).
         this.#startEndlessProgress(engine, metrics);
         await this.#endless?.run();
@@ -322,7 +332,7 @@ export class Pipeline {
     if (this.#fatal !== null) throw this.#fatal;
     const elapsedSeconds = (performance.now() - started) / 1000;
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
-    const unbounded = pull === null;
+    const unbounded = pull === null && generated === null;
     const lagAtStop = !unbounded ? null : config.source.kind === 'kafka' ? (source as KafkaSource).lagAtStop : await gaugeSum(metrics.lagMessages);
     return {
       ...engine.totals,
@@ -341,7 +351,7 @@ export class Pipeline {
     };
   }
 
-  #startProgress(source: PullSource, engine: Pick<Engine, 'totals'>, started: number): void {
+  #startProgress(source: { progress(): Progress }, engine: Pick<Engine, 'totals'>, started: number): void {
     const mode = this.#config.progress;
     if (mode === 'off' || (mode === 'auto' && !process.stderr.isTTY)) return;
     this.#progressTimer = setInterval(() => {

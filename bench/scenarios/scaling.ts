@@ -5,6 +5,10 @@
 // per record is the most the pool could ever give over one thread: the ceiling a machine with more
 // cores would show. Start-up is measured by a one-record run of the same variant in the same rounds
 // and subtracted, so the per-record figures are the stream's, not the process's.
+// Both lane states run: LANE_STATE=main (workers decode, the main thread holds the windows) at 0 (in
+// thread) to the usable cores, and LANE_STATE=worker (each lane owned by a worker, the default job's
+// points generated there; the main thread moves bytes) at 1 to the usable cores, whose ceiling is the
+// one the issue's targets are about.
 // Alone: node dist/bench/scenarios/scaling.js [ROUNDS]   (env: GEN_COUNT, SCALING_MAX_THREADS)
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,11 +38,18 @@ function sampleOf(t: Timed, records: number, recordsPerSecond: number, elapsedSe
   return { recordsPerSecond, elapsedSeconds, peakRssBytes: t.maxRssBytes, extra };
 }
 
-function variantFor(job: Job, threads: number, tiny: boolean, dir: string): Variant {
-  const vars = { ...(tiny ? job.tiny : job.vars), WORKER_THREADS: String(threads) };
-  const label = threads === 0 ? 'in-thread (WORKER_THREADS=0)' : `WORKER_THREADS=${threads}`;
+type LaneState = 'main' | 'worker';
+
+/** A variant's id: `job-N` / `startup-N` for LANE_STATE=main (as recorded before), `job-worker-N` / `startup-worker-N`. */
+function variantId(tiny: boolean, lanes: LaneState, threads: number): string {
+  return `${tiny ? 'startup' : 'job'}-${lanes === 'worker' ? 'worker-' : ''}${threads}`;
+}
+
+function variantFor(job: Job, threads: number, tiny: boolean, dir: string, lanes: LaneState = 'main'): Variant {
+  const vars = { ...(tiny ? job.tiny : job.vars), WORKER_THREADS: String(threads), ...(lanes === 'worker' ? { LANE_STATE: 'worker' } : {}) };
+  const label = `${threads === 0 ? 'in-thread (WORKER_THREADS=0)' : `WORKER_THREADS=${threads}`}${lanes === 'worker' ? ' LANE_STATE=worker' : ''}`;
   return {
-    id: `${tiny ? 'startup' : 'job'}-${threads}`,
+    id: variantId(tiny, lanes, threads),
     label: tiny ? `${label}, one record (start-up)` : label,
     config: { ...vars, WORKER_THREADS: threads },
     run: async () => {
@@ -53,6 +64,7 @@ function variantFor(job: Job, threads: number, tiny: boolean, dir: string): Vari
 const med = (v: VariantResult, k: string): number => v.extra[k]?.median ?? NaN;
 
 export interface ScalingRow {
+  readonly laneState: LaneState;
   readonly threads: number;
   readonly recordsPerSecond: number;
   readonly vsInThread: number;
@@ -69,12 +81,15 @@ export function scalingRows(results: readonly VariantResult[], records: number):
   const inThread = byId.get('job-0');
   const rows: ScalingRow[] = [];
   for (const r of results) {
-    if (!r.id.startsWith('job-')) continue;
-    const threads = Number(r.id.slice(4));
-    const s = byId.get(`startup-${threads}`);
+    const m = /^job-(worker-)?(\d+)$/.exec(r.id);
+    if (m === null) continue;
+    const laneState: LaneState = m[1] === undefined ? 'main' : 'worker';
+    const threads = Number(m[2]);
+    const s = byId.get(variantId(true, laneState, threads));
     const net = (k: string): number => ((med(r, k) - (s === undefined ? 0 : med(s, k))) * 1e6) / records;
     const us = { main: net('mainS'), workers: net('workersS'), v8: net('v8S'), libuv: net('libuvS'), all: net('cpuS') };
     rows.push({
+      laneState,
       threads,
       recordsPerSecond: r.recordsPerSecond.median,
       vsInThread: inThread === undefined ? NaN : r.recordsPerSecond.median / inThread.recordsPerSecond.median,
@@ -89,9 +104,9 @@ export function scalingRows(results: readonly VariantResult[], records: number):
 function table(rows: readonly ScalingRow[]): string {
   const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : '-');
   return [
-    '| WORKER_THREADS | median records/s | vs in-thread | main us/record | workers | V8 helpers | libuv | all | cores busy | ceiling (all / main) |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.threads === 0 ? '0 (in-thread)' : r.threads} | ${fmt.int(r.recordsPerSecond)} | ${fmt.ratio(r.vsInThread)} | ${f(r.us.main)} | ${f(r.us.workers)} | ${f(r.us.v8)} | ${f(r.us.libuv)} | ${f(r.us.all)} | ${f(r.cores)} | ${Number.isFinite(r.ceiling) ? `${r.ceiling.toFixed(1)}x` : '-'} |`),
+    '| LANE_STATE | WORKER_THREADS | median records/s | vs in-thread | main us/record | workers | V8 helpers | libuv | all | cores busy | ceiling (all / main) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.laneState} | ${r.threads === 0 ? '0 (in-thread)' : r.threads} | ${fmt.int(r.recordsPerSecond)} | ${fmt.ratio(r.vsInThread)} | ${f(r.us.main)} | ${f(r.us.workers)} | ${f(r.us.v8)} | ${f(r.us.libuv)} | ${f(r.us.all)} | ${f(r.cores)} | ${Number.isFinite(r.ceiling) ? `${r.ceiling.toFixed(1)}x` : '-'} |`),
   ].join('\n');
 }
 
@@ -115,14 +130,21 @@ export async function runScaling(protocol: Protocol, title: string, log: (l: str
   const headline: string[] = [];
   try {
     for (const job of jobs) {
-      const variants = threadCounts.flatMap((n) => [variantFor(job, n, false, scratch.dir), variantFor(job, n, true, scratch.dir)]);
+      const variants = [
+        ...threadCounts.flatMap((n) => [variantFor(job, n, false, scratch.dir), variantFor(job, n, true, scratch.dir)]),
+        // Lanes owned by workers need one at least.
+        ...threadCounts.filter((n) => n >= 1).flatMap((n) => [variantFor(job, n, false, scratch.dir, 'worker'), variantFor(job, n, true, scratch.dir, 'worker')]),
+      ];
       const results = await alternate(`scaling ${job.id}`, variants, protocol, log);
       groups.push({ id: job.id, title: job.title, variants: results, baseline: 'job-0' });
       const rows = scalingRows(results, job.records);
-      const one = rows.find((r) => r.threads === 1);
-      const best = rows.reduce((a, b) => (b.recordsPerSecond > a.recordsPerSecond ? b : a));
       sections.push(`**${job.title}**`, '', table(rows), '');
-      headline.push(`scaling ${job.id}: best ${fmt.int(best.recordsPerSecond)} rec/s at WORKER_THREADS=${best.threads} (${fmt.ratio(best.vsInThread)} in-thread); main ${one?.us.main.toFixed(2)} us/rec of ${one?.us.all.toFixed(2)} with one worker, ceiling ${one?.ceiling.toFixed(1)}x`);
+      for (const lanes of ['main', 'worker'] as const) {
+        const mine = rows.filter((r) => r.laneState === lanes);
+        const one = mine.find((r) => r.threads === 1);
+        const best = mine.reduce((a, b) => (b.recordsPerSecond > a.recordsPerSecond ? b : a));
+        headline.push(`scaling ${job.id} LANE_STATE=${lanes}: best ${fmt.int(best.recordsPerSecond)} rec/s at WORKER_THREADS=${best.threads} (${fmt.ratio(best.vsInThread)} in-thread); main ${one?.us.main.toFixed(2)} us/rec of ${one?.us.all.toFixed(2)} with one worker, ceiling ${one?.ceiling.toFixed(1)}x`);
+      }
     }
   } finally {
     scratch.remove();
@@ -130,7 +152,8 @@ export async function runScaling(protocol: Protocol, title: string, log: (l: str
   const markdown = [
     `## ${title}`,
     '',
-    `Thread counts from in-thread to the usable cores (${cpus.usable} here: ${cpus.source}; \`SCALING_MAX_THREADS\` overrides), alternated round by round. ` +
+    `Thread counts from in-thread to the usable cores (${cpus.usable} here: ${cpus.source}; \`SCALING_MAX_THREADS\` overrides), alternated round by round, ` +
+      'with the lanes\' state on the main thread (`LANE_STATE=main`, from in-thread) and in the workers that own them (`LANE_STATE=worker`, from one worker; the default job\'s points are generated there). ' +
       'CPU is user + system per record by kind of thread (`bench/lib/thread-cpu-preload.ts`), with the CPU of a one-record run of the same variant ' +
       '(start-up, measured in the same rounds) subtracted. The **ceiling** is all CPU per record over the main thread\'s: whatever the cores, the main ' +
       'thread does that share of the work alone, so the pool can never be faster than that multiple of one thread. On a larger machine the same ' +

@@ -41,6 +41,37 @@ export interface Admission<S extends AdmittedLane> {
  * waited (both permits released: nothing to apply it to). Throws once the host has failed.
  */
 export async function admit<S extends AdmittedLane>(b: SourceBatch, a: Admission<S>): Promise<{ state: S; batch: Batch } | null> {
+  const state = await room(b.lane, a);
+  if (state === null) return null;
+  const batch: Batch = { ...b, seq: state.nextSeq++ };
+  state.lastActivityMs = Date.now();
+  if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
+  const n = messageCount(batch);
+  a.metrics.messages.inc(n);
+  a.metrics.batchMessages.observe(n);
+  a.metrics.batchBytes.observe(batch.data.length);
+  a.totals.messages += n;
+  a.totals.batches++;
+  return { state, batch };
+}
+
+/**
+ * admit() for a batch its lane's owner makes itself (a generated lane): the same permits, a
+ * sequence number and the count of its `messages`; its bytes are counted when the owner says how many.
+ */
+export async function admitGenerated<S extends AdmittedLane>(lane: number, messages: number, a: Admission<S>): Promise<{ state: S; seq: number } | null> {
+  const state = await room(lane, a);
+  if (state === null) return null;
+  state.lastActivityMs = Date.now();
+  a.metrics.messages.inc(messages);
+  a.metrics.batchMessages.observe(messages);
+  a.totals.messages += messages;
+  a.totals.batches++;
+  return { state, seq: state.nextSeq++ };
+}
+
+/** Waits for both permits; the lane's state, or null (permits released) when it was revoked meanwhile. */
+async function room<S extends AdmittedLane>(lane: number, a: Admission<S>): Promise<S | null> {
   const fatal = a.fatal();
   if (fatal !== null) throw fatal;
   if (a.capacity.full || !a.pending.free) a.metrics.poolBackpressure.inc();
@@ -56,20 +87,11 @@ export async function admit<S extends AdmittedLane>(b: SourceBatch, a: Admission
     a.pending.release();
     throw err;
   }
-  const state = a.lane(b.lane);
+  const state = a.lane(lane);
   if (state === null) {
     a.capacity.release();
     a.pending.release();
     return null;
   }
-  const batch: Batch = { ...b, seq: state.nextSeq++ };
-  state.lastActivityMs = Date.now();
-  if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.push(batch.firstTimestampMs);
-  const n = messageCount(batch);
-  a.metrics.messages.inc(n);
-  a.metrics.batchMessages.observe(n);
-  a.metrics.batchBytes.observe(batch.data.length);
-  a.totals.messages += n;
-  a.totals.batches++;
-  return { state, batch };
+  return state;
 }

@@ -15,19 +15,21 @@
 // engine stops with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
 import { Gate } from '../async/index.js';
 import { messageCount, type Batch } from '../core/batch.js';
+import type { GeneratedLane } from '../core/generator.js';
 import type { DecodeResult, RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import { StreamstatsError } from '../errors.js';
 import { ownerLost, type LaneOwners } from '../pool/owners.js';
-import type { LaneHost, LaneRewinder, LaneStatus, SourceBatch } from '../sources/types.js';
+import type { GeneratingLaneHost, LaneHost, LaneRewinder, LaneStatus, SourceBatch } from '../sources/types.js';
 import type { RowRejection } from '../sinks/types.js';
 import type { ClosedBy } from '../windows/cells.js';
-import type { LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
+import type { GeneratedBatch, LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import { FormattedElsewhere } from '../windows/row-task.js';
+import { releaseSlab } from '../windows/row-slabs.js';
 import { subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
-import { admit } from './admit.js';
+import { admit, admitGenerated } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
@@ -78,7 +80,7 @@ interface Owned {
   writes: Promise<void>;
 }
 
-export class OwnedEngine implements LaneHost {
+export class OwnedEngine implements LaneHost, GeneratingLaneHost {
   readonly #o: OwnedEngineOptions;
   readonly #letters: DeadLetterBuilder;
   readonly #late: LateWarner;
@@ -161,7 +163,12 @@ export class OwnedEngine implements LaneHost {
     this.#open(lane, init);
   }
 
-  #open(id: number, init: LaneInit): Owned {
+  /** A lane whose owner generates its input (SOURCE=generator): no bytes cross for it, only counts. */
+  openGenerated(lane: number, generated: GeneratedLane): void {
+    this.#open(lane, {}, generated);
+  }
+
+  #open(id: number, init: LaneInit, generate?: GeneratedLane): Owned {
     if (this.#lanes.has(id)) void this.closeDirty(id);
     const s: Owned = {
       id,
@@ -183,7 +190,7 @@ export class OwnedEngine implements LaneHost {
     };
     this.#lanes.set(id, s);
     this.#o.owners.assign(id);
-    const opened = this.#send({ kind: 'open', lane: id, init });
+    const opened = this.#send(generate === undefined ? { kind: 'open', lane: id, init } : { kind: 'open', lane: id, init, generate });
     s.chain = opened.then(() => {}, (err: unknown) => {
       if (!s.lost) this.#fail(err);
     });
@@ -253,6 +260,42 @@ export class OwnedEngine implements LaneHost {
         if (!state.lost) this.#fail(err);
       } finally {
         batch.release?.();
+        this.#pending.release();
+      }
+    });
+  }
+
+  /**
+   * submit() for a generated lane: its owner writes points from..from+count of its share and applies
+   * them. The batch's bytes come back only when its dead letters need them.
+   */
+  async generate(lane: number, from: number, count: number): Promise<void> {
+    const { owners, metrics } = this.#o;
+    const admitted = await admitGenerated(lane, count, {
+      fatal: () => this.#fatal,
+      pending: this.#pending,
+      capacity: owners,
+      metrics,
+      totals: this.totals,
+      lane: (id) => this.#lanes.get(id) ?? null,
+    });
+    if (admitted === null) return;
+    const { state, seq } = admitted;
+    const nowMs = Date.now();
+    const sentAt = performance.now();
+    const settled = this.#send({ kind: 'generate', lane, from, count, nowMs }).finally(() => owners.release());
+    settled.catch(() => {});
+    state.chain = state.chain.then(async () => {
+      try {
+        const r = await settled;
+        metrics.taskRunSeconds.observe(r.seconds);
+        metrics.taskWaitSeconds.observe(Math.max(0, (performance.now() - sentAt) / 1000 - r.seconds));
+        const batch = generatedBatch(lane, seq, r.generated);
+        metrics.batchBytes.observe(r.generated?.bytes ?? 0);
+        if (this.#fatal === null && !state.dropped) await this.#applied(state, batch, r.parts, r.chunks, r.point, r.figures, nowMs);
+      } catch (err) {
+        if (!state.lost) this.#fail(err);
+      } finally {
         this.#pending.release();
       }
     });
@@ -415,18 +458,22 @@ export class OwnedEngine implements LaneHost {
       if (this.#o.sink.wholeEmissions === true) {
         unwritten.cells = 0;
         unwritten.windows = 0;
-        await this.#write(s, joined(chunks.map((c) => this.#rows(c, s.identity)), s.identity), cells, windows, point, closing);
+        await this.#write(s, joined(chunks.map((c) => this.#rows(c, s.identity)), s.identity), cells, windows, point, closing, chunks);
         return;
       }
       for (let i = 0; i < chunks.length; i++) {
         if (i > 0) {
           await yieldToLoop();
-          if (s.dropped || this.#fatal !== null) return;
+          if (s.dropped || this.#fatal !== null) {
+            // Never to be written: their slabs go back to the owner now.
+            release(chunks.slice(i));
+            return;
+          }
         }
         const c = chunks[i]!;
         unwritten.cells -= c.cells;
         unwritten.windows -= c.windows;
-        await this.#write(s, this.#rows(c, s.identity), c.cells, c.windows, i === chunks.length - 1 ? point : null, closing);
+        await this.#write(s, this.#rows(c, s.identity), c.cells, c.windows, i === chunks.length - 1 ? point : null, closing, [c]);
       }
     } finally {
       if (unwritten.cells > 0 || unwritten.windows > 0) {
@@ -442,7 +489,8 @@ export class OwnedEngine implements LaneHost {
     return new FormattedElsewhere(c.wire, ident, () => parsedRows(c, ident));
   }
 
-  async #write(s: Owned, batch: RowBatch, cells: number, windows: number, point: CommitPoint | null, closing: boolean): Promise<void> {
+  /** `from`: the chunks the batch's bytes are in, whose slabs go back to their owner once the write settled. */
+  async #write(s: Owned, batch: RowBatch, cells: number, windows: number, point: CommitPoint | null, closing: boolean, from: readonly RowsChunk[]): Promise<void> {
     const ident = s.identity;
     const { metrics, sink } = this.#o;
     const end = metrics.sinkWriteSeconds.startTimer({ output: 'statistics' });
@@ -452,12 +500,16 @@ export class OwnedEngine implements LaneHost {
       this.#updateGauges();
     });
     const settle = async (): Promise<void> => {
-      const result = await written;
-      end();
-      if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
-      metrics.windowsEmitted.inc(cells - result.rejected.length);
-      this.totals.rows += cells - result.rejected.length;
-      if (point !== null) this.#advancePoint(s, point);
+      try {
+        const result = await written;
+        end();
+        if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
+        metrics.windowsEmitted.inc(cells - result.rejected.length);
+        this.totals.rows += cells - result.rejected.length;
+        if (point !== null) this.#advancePoint(s, point);
+      } finally {
+        release(from);
+      }
     };
     if (sink.pipelined !== true || closing) {
       await settle();
@@ -532,6 +584,19 @@ function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: Ar
     ...(batch.lastTimestampMs === undefined ? {} : { lastTimestampMs: batch.lastTimestampMs }),
   };
   return { task, transfer };
+}
+
+/** The chunks' rows are written (or never will be): the owners may write over their slabs. */
+function release(chunks: readonly RowsChunk[]): void {
+  for (const c of chunks) if (c.slab != null) releaseSlab(c.slab);
+}
+
+const NO_BYTES = Buffer.alloc(0);
+
+/** A generated batch as the main thread holds it: its offsets, and its bytes only when an owner sent them. */
+function generatedBatch(lane: number, seq: number, g: GeneratedBatch | undefined): Batch {
+  if (g === undefined) throw new Error(`lane ${lane}: the owner's reply to a generate task has no batch`);
+  return { lane, seq, data: g.data === null ? NO_BYTES : Buffer.from(g.data), offsets: g.offsets };
 }
 
 /** A chunk's row objects, read back from its NDJSON: only for rows a sink refused (their dead letters). */

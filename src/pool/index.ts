@@ -116,6 +116,14 @@ export class DecodePool {
     }
   }
 
+  /**
+   * Batches in flight: what the busy clock samples ten times a second. stats reads piscina's
+   * utilization too, a summary of its run-time histogram computed anew on every read.
+   */
+  get inFlight(): number {
+    return this.#gate.held;
+  }
+
   get stats(): PoolStats {
     const p = this.#piscina;
     return {

@@ -162,6 +162,11 @@ export class LaneOwners {
     return this.#gate.held >= this.#gate.limit;
   }
 
+  /** Tasks in flight, without stats' utilization (a histogram summary per owner, computed on every read). */
+  get inFlight(): number {
+    return this.#gate.held;
+  }
+
   get threads(): number {
     return this.#opts.threads;
   }

@@ -1,5 +1,6 @@
 import type { CommitPoint, LaneInit } from '../commit/types.js';
 import type { Batch } from '../core/batch.js';
+import type { GeneratedLane } from '../core/generator.js';
 
 /** What a source hands the engine: a packed batch of raw messages (the engine numbers it). */
 export type SourceBatch = Omit<Batch, 'seq'>;
@@ -81,6 +82,20 @@ export interface LaneRewinder {
    * already closed. False when this source cannot (then the host stops).
    */
   rewind(lane: number, point: CommitPoint | null): boolean;
+}
+
+/**
+ * A lane host whose lane owners generate a lane's input themselves (SOURCE=generator with
+ * LANE_STATE=worker): the source sends how many points of the lane's share, never their bytes.
+ */
+export interface GeneratingLaneHost {
+  /** Opens a lane (from nothing) whose owner generates `lane.share` of the workload. */
+  openGenerated(lane: number, generated: GeneratedLane): void;
+  /**
+   * The owner generates points from..from+count of the lane's share and applies them as one batch,
+   * after the lane's earlier ones; resolves once dispatched (not applied), waiting for room.
+   */
+  generate(lane: number, from: number, count: number): Promise<void>;
 }
 
 /** Age in seconds of the oldest record submitted and not yet applied; null when nothing is pending. */

@@ -5,7 +5,9 @@
 // holds the batch's bytes). The tasks and replies are the main <-> owner messages (the decode pool's
 // are in ../core/messages.ts; these name the commit contracts, which src/core may not).
 // Pure, like the rest of src/windows: the worker entry (workers/lanes.ts) only hands tasks to it.
+import { BatchBuilder } from '../core/batch.js';
 import { Decoder } from '../core/decode.js';
+import { LanePoints, type GeneratedLane } from '../core/generator.js';
 import type { DecoderSettings, Reject, RowSettings, RowsWire } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import { EMIT_CHUNK_DEFAULTS, splitCells, windowsEnded, type ChunkLimits } from './chunks.js';
@@ -13,6 +15,7 @@ import type { ClosedBy } from './cells.js';
 import { Lane, type StoreSettings } from './lane.js';
 import { RowFormatter } from './row.js';
 import { rowsWire } from './row-task.js';
+import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type ApplyOutcome, type ClosedCells } from './store.js';
 
 /** Sent once to each owner (workerData). */
@@ -32,7 +35,8 @@ export interface OwnerSettings {
 }
 
 export type OwnerTask =
-  | { readonly kind: 'open'; readonly lane: number; readonly init: LaneInit }
+  /** `generate`: the owner generates the lane's input itself (SOURCE=generator), told how much by 'generate' tasks. */
+  | { readonly kind: 'open'; readonly lane: number; readonly init: LaneInit; readonly generate?: GeneratedLane }
   | {
       readonly kind: 'apply';
       readonly lane: number;
@@ -46,6 +50,8 @@ export type OwnerTask =
       readonly endPosition?: number;
       readonly lastTimestampMs?: number;
     }
+  /** Points from..from+count of a generated lane's share, applied as one batch. */
+  | { readonly kind: 'generate'; readonly lane: number; readonly from: number; readonly count: number; readonly nowMs: number }
   | { readonly kind: 'idle'; readonly lane: number; readonly wallMs: number }
   | { readonly kind: 'close-clean'; readonly lane: number; readonly closedBy: ClosedBy }
   | { readonly kind: 'close-dirty'; readonly lane: number };
@@ -73,6 +79,8 @@ export interface RowsChunk {
   readonly wire: RowsWire;
   readonly cells: number;
   readonly windows: number;
+  /** The shared memory the wire's lines are in, to hand back (releaseSlab) once they are written; null: a buffer of their own. */
+  readonly slab?: SharedArrayBuffer | null;
 }
 
 /** The lane's figures after a task: what LaneStatus and the gauges read on the main thread. */
@@ -82,6 +90,17 @@ export interface LaneFigures {
   readonly lastAppliedTimestampMs: number | null;
   readonly openSeries: number;
   readonly openWindows: number;
+}
+
+/**
+ * The batch a 'generate' task made: its size, and its bytes only when the main thread needs them
+ * (a part of it was rejected, poisoned, late or over a limit: dead letters carry the message).
+ */
+export interface GeneratedBatch {
+  readonly offsets: Uint32Array;
+  readonly bytes: number;
+  /** The messages' bytes (offsets index them); null when no dead letter needs them. */
+  readonly data: ArrayBuffer | null;
 }
 
 export type OwnerReply =
@@ -97,6 +116,8 @@ export type OwnerReply =
       readonly figures: LaneFigures | null;
       /** Worker time the task took. */
       readonly seconds: number;
+      /** A 'generate' task's batch. */
+      readonly generated?: GeneratedBatch;
     };
 
 const EMPTY: readonly PartOutcome[] = [];
@@ -108,6 +129,11 @@ export class LaneOwner {
   readonly #rows: RowFormatter;
   readonly #store: StoreSettings;
   readonly #lanes = new Map<number, Lane>();
+  /** Generated lanes' shares of the workload. */
+  readonly #generators = new Map<number, LanePoints>();
+  /** The last generated batch's buffer, written over by the next (nothing keeps a batch's bytes once applied). */
+  #scratch: Buffer = Buffer.alloc(0);
+  readonly #slabs = new RowSlabs();
 
   constructor(settings: OwnerSettings) {
     this.#settings = settings;
@@ -126,6 +152,8 @@ export class LaneOwner {
     if (task.kind === 'open') {
       this.#lanes.get(task.lane)?.closeDirty();
       this.#lanes.set(task.lane, Lane.open(task.lane, task.init, this.#store));
+      if (task.generate === undefined) this.#generators.delete(task.lane);
+      else this.#generators.set(task.lane, new LanePoints(task.generate.shape, task.generate.share));
       return this.#done(task.lane, EMPTY, null, null, t0, undefined);
     }
     const lane = this.#lanes.get(task.lane);
@@ -134,24 +162,44 @@ export class LaneOwner {
       case 'close-dirty':
         lane.closeDirty();
         this.#lanes.delete(task.lane);
+        this.#generators.delete(task.lane);
         return this.#done(task.lane, EMPTY, null, null, t0, undefined);
       case 'close-clean': {
         const cells = lane.closeClean(task.closedBy);
         this.#lanes.delete(task.lane);
+        this.#generators.delete(task.lane);
         return this.#done(task.lane, EMPTY, cells, null, t0, lane.identity);
       }
       case 'idle':
         lane.advanceIdle(task.wallMs);
         return this.#done(task.lane, EMPTY, lane.takeClosed('idle'), lane, t0, lane.identity);
       case 'apply': {
-        const parts = this.#apply(lane, task);
+        const parts = this.#apply(lane, Buffer.from(task.buffer), task);
         return this.#done(task.lane, parts, lane.takeClosed(), lane, t0, lane.identity);
+      }
+      case 'generate': {
+        const points = this.#generators.get(task.lane);
+        if (points === undefined) throw new Error(`lane ${task.lane} was not opened as a generated lane`);
+        const { data, offsets } = this.#generate(points, task.from, task.count);
+        const parts = this.#apply(lane, data, { offsets, nowMs: task.nowMs });
+        const reply = this.#done(task.lane, parts, lane.takeClosed(), lane, t0, lane.identity);
+        return { ...reply, generated: { offsets, bytes: data.length, data: parts.some(needsBytes) ? copyOut(data) : null } };
       }
     }
   }
 
+  /** The points as one batch, in a buffer reused from task to task. */
+  #generate(points: LanePoints, from: number, count: number): { data: Buffer; offsets: Uint32Array } {
+    const builder = new BatchBuilder(this.#scratch.length, (bytes) => {
+      if (this.#scratch.length < bytes) this.#scratch = Buffer.allocUnsafeSlow(bytes);
+      return this.#scratch;
+    });
+    points.write(builder, from, count);
+    return builder.take();
+  }
+
   /** `lane`: the running lane whose figures and prepared point go back (null when it closed). */
-  #done(id: number, parts: readonly PartOutcome[], cells: ClosedCells | null, lane: Lane | null, t0: number, where: LaneIdentity | undefined): OwnerReply {
+  #done(id: number, parts: readonly PartOutcome[], cells: ClosedCells | null, lane: Lane | null, t0: number, where: LaneIdentity | undefined): Extract<OwnerReply, { kind: 'done' }> {
     const chunks = cells === null || cells.length === 0 ? [] : this.#format(cells, where);
     const figures = lane === null ? null : { watermarkMs: lane.watermarkMs, appliedEnd: lane.appliedEnd, lastAppliedTimestampMs: lane.lastAppliedTimestampMs, openSeries: lane.openSeries, openWindows: lane.openWindows };
     return { kind: 'done', lane: id, parts, chunks, point: lane === null ? null : lane.prepareCommit(), figures, seconds: (performance.now() - t0) / 1000 };
@@ -163,8 +211,7 @@ export class LaneOwner {
    * the message that throws stands alone: it is poisoned, every other record is applied in order. The
    * lane's state is untouched by a decode that threw, so it survives.
    */
-  #apply(lane: Lane, task: Extract<OwnerTask, { kind: 'apply' }>): PartOutcome[] {
-    const data = Buffer.from(task.buffer);
+  #apply(lane: Lane, data: Buffer, task: Pick<Extract<OwnerTask, { kind: 'apply' }>, 'offsets' | 'nowMs' | 'positions' | 'startPosition' | 'endPosition' | 'lastTimestampMs'>): PartOutcome[] {
     const n = task.offsets.length - 1;
     const out: PartOutcome[] = [];
     const restoredEnd = lane.restored.appliedEnd ?? -Infinity;
@@ -209,8 +256,21 @@ export class LaneOwner {
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const t = performance.now();
-      out.push({ wire: rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t), cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
+      const { wire, slab } = this.#slabs.place(rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t));
+      out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
     }
     return out;
   }
+}
+
+/** A part whose dead letters read its messages' bytes. */
+function needsBytes(p: PartOutcome): boolean {
+  return p.poisoned !== undefined || p.rejects.length > 0 || (p.applied !== null && (p.applied.late.length > 0 || p.applied.overLimit.length > 0));
+}
+
+/** The bytes in an ArrayBuffer of their own, to move to the main thread. */
+function copyOut(data: Buffer): ArrayBuffer {
+  const own = new ArrayBuffer(data.length);
+  new Uint8Array(own).set(data);
+  return own;
 }

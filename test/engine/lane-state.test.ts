@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parseConfig } from '../../src/config/index.js';
+import { generatePoints } from '../../src/core/generator.js';
 import { runPipeline, type RunResult } from '../fixtures/harness.js';
 
 const EXITING_LANE_WORKER = fileURLToPath(new URL('../fixtures/exiting-lane-worker.js', import.meta.url));
@@ -14,15 +15,61 @@ const rowBytes = (r: RunResult): string => readFileSync(join(r.dir, 'rows.ndjson
 const letters = (r: RunResult) => r.deadLetters.map((d) => ({ reason: d.reason, value: d.value, detail: d.detail }));
 const counts = (r: RunResult) => ({ records: r.summary.records, ok: r.summary.ok, rejected: r.summary.rejected, rows: r.summary.rows, poisonedBatches: r.summary.poisonedBatches });
 
-t.test('the default job (generator): the rows are byte-identical with the lanes in 1 or 2 owner workers', async (t) => {
+const sortedRows = (r: RunResult): string[] => rowBytes(r).split('\n').filter((l) => l !== '').sort();
+
+t.test('the default job (generator): the owners generate their lanes, and the rows are the main thread\'s, with 1 or 2 owners', async (t) => {
   const env = { GEN_COUNT: '40000', GEN_METRICS: '100' };
   const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' });
   t.ok(main.rows.length > 1000, `${main.rows.length} rows`);
-  for (const threads of ['1', '2']) {
-    const worker = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: threads });
-    t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same bytes in the same order`);
-    t.same(counts(worker), counts(main), `WORKER_THREADS=${threads}: the same counts`);
-  }
+  const one = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: '1' });
+  t.equal(rowBytes(one), rowBytes(main), 'WORKER_THREADS=1 (one lane): the same bytes in the same order');
+  t.same(counts(one), counts(main), 'WORKER_THREADS=1: the same counts');
+  // Two lanes, one per owner, each with half of the series: the same rows, each lane's in its order.
+  const two = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: '2' });
+  t.same(sortedRows(two), sortedRows(main), 'WORKER_THREADS=2 (two lanes): the same row lines');
+  t.same(counts(two), counts(main), 'WORKER_THREADS=2: the same counts');
+  t.equal(two.summary.messages, 40_000, 'every generated point was sent for');
+  t.equal(two.rows.reduce((a, r) => a + r.count, 0), 40_000, 'every generated point is in a row');
+  t.equal(two.deadLetters.length, 0, 'no dead letter');
+});
+
+t.test('the default job with MAX_SERIES refusals: every refused point dead-lettered with its bytes, everything accounted for', async (t) => {
+  const env = { GEN_COUNT: '20000', GEN_METRICS: '100', GEN_HOSTS: '4', MAX_SERIES: '150' };
+  const generated = new Set([...generatePoints({ count: 20_000, metrics: 100, hosts: 4, intervalMs: 30_000, startMs: Date.parse('2020-02-11T12:42:13Z'), seed: 1 })].map((p) => p.json));
+  const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' });
+  t.ok((main.summary.rejected.series_limit ?? 0) > 1000, `the input exercises the limit (${main.summary.rejected.series_limit} refused)`);
+  const one = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: '1' });
+  t.equal(rowBytes(one), rowBytes(main), 'WORKER_THREADS=1: the same rows');
+  t.same(letters(one), letters(main), 'WORKER_THREADS=1: the same dead letters, in order, each with its message');
+  t.same(counts(one), counts(main), 'WORKER_THREADS=1: the same counts');
+  // Two lanes share the budget: which series get in first is a race, what adds up is not.
+  const two = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: '2' });
+  const refused = two.summary.rejected.series_limit ?? 0;
+  t.ok(refused > 1000, `WORKER_THREADS=2: ${refused} refused`);
+  t.equal(two.summary.records, 20_000, 'every point read');
+  t.equal(two.summary.ok + refused, 20_000, 'ok + series_limit = GEN_COUNT');
+  t.equal(two.rows.reduce((a, r) => a + r.count, 0), two.summary.ok, 'every accepted point is in a row');
+  t.equal(two.deadLetters.length, refused, 'one dead letter per refused point');
+  t.ok(two.deadLetters.every((d) => d.reason === 'series_limit' && generated.has(d.value)), 'each carries the bytes of a generated point');
+  t.equal(new Set(two.deadLetters.map((d) => d.value)).size, refused, 'no point dead-lettered twice');
+  t.same([...new Set(two.deadLetters.map((d) => d.partition))].sort(), [0, 1], 'refusals in both lanes');
+  const perWindow = new Map<string, number>();
+  for (const r of two.rows) perWindow.set(r.period_start, (perWindow.get(r.period_start) ?? 0) + 1);
+  t.ok([...perWindow.values()].every((n) => n <= 150), 'no window holds more series than MAX_SERIES');
+});
+
+t.test('the default job in worker mode stopped mid-stream: what was sent is applied and every open window flushed', async (t) => {
+  // Far more points than are made before the stop: the run ends by stop(), not by the end of input.
+  const r = await runPipeline(t, { GEN_COUNT: '50000000', GEN_METRICS: '100', LANE_STATE: 'worker', WORKER_THREADS: '2' }, {
+    during: (_port, p) => {
+      setTimeout(() => p.stop(), 500).unref();
+    },
+  });
+  t.ok(r.summary.stopped, 'stopped by stop()');
+  t.ok(r.summary.messages > 0 && r.summary.messages < 50_000_000, `${r.summary.messages} points sent for before the stop`);
+  t.equal(r.summary.records, r.summary.messages, 'every batch sent was applied');
+  t.equal(r.summary.ok, r.summary.records, 'all accepted');
+  t.equal(r.rows.reduce((a, x) => a + x.count, 0), r.summary.ok, 'and every accepted point is in a row written at the close');
 });
 
 const rec = (name: string, tsMs: number, value: number | string, dims: Record<string, string> = { hostname: 'h1' }) =>

@@ -378,6 +378,13 @@ t.test('WORKER_THREADS=auto uses the CpuInfo passed in', async (t) => {
   t.match(c.workerThreadsReason, /8 usable CPUs \(host CPUs \(no cgroup quota\)\)/, 'reason names the CPU count and source');
   t.equal(c.poolQueue, 2 * 7 + 1);
   t.equal(defaultThreads({ usable: 3, host: 3, quota: null, source: '' }), 2);
+  // The lanes in their owners: the main thread only moves bytes, so every usable CPU gets an owner.
+  const owned = (usable: number) => parseConfig({ LANE_STATE: 'worker', WORKER_THREADS: 'auto' }, { usable, host: 64, quota: usable, source: 'fake' });
+  t.equal(owned(4).workerThreads, 4, 'LANE_STATE=worker, usable 4 -> 4');
+  t.equal(owned(1).workerThreads, 1, 'LANE_STATE=worker, usable 1 -> 1');
+  t.equal(owned(4).poolQueue, 2 * 4 + 1, 'POOL_QUEUE auto follows');
+  t.match(owned(2).workerThreadsReason, /2 usable CPUs \(fake\), every one to a lane owner \(LANE_STATE=worker/);
+  t.equal(parseConfig({ LANE_STATE: 'worker', WORKER_THREADS: '1' }, { usable: 4, host: 4, quota: null, source: '' }).workerThreads, 1, 'a number stays that number');
   t.equal(defaultThreads({ usable: 0, host: 0, quota: null, source: '' }), 1, 'never below 1');
 });
 
