@@ -7,10 +7,11 @@
 // the coordinator up again.
 //
 // So a transactional producer's cluster remembers each lookup's broker, and hands it out again while
-// that broker is connected and no coordinator request to it has failed since (any failure: the retry
-// after it does a real lookup, exactly as before). Only clusters that looked up a transaction
+// that broker is connected and no coordinator request to it has failed since (any failure but
+// CONCURRENT_TRANSACTIONS: the retry after it does a real lookup, exactly as before). Only clusters that looked up a transaction
 // coordinator remember (a transactional producer's own): a consumer's or an admin's group lookups
 // are left as they are.
+import { isConcurrentTransactions } from './errors.js';
 import { kafkajsInternals } from './internals.js';
 
 const PATCHED = Symbol.for('streamstats.coordinatorLookupsPatched');
@@ -77,7 +78,9 @@ export function patchCoordinatorLookups(): boolean {
       try {
         return await request.apply(this, a);
       } catch (err) {
-        this[FAILURES] = (this[FAILURES] ?? 0) + 1;
+        // CONCURRENT_TRANSACTIONS (the previous transaction's markers still being written, common
+        // between back-to-back transactions) is the right coordinator answering: nothing moved.
+        if (!isConcurrentTransactions(err)) this[FAILURES] = (this[FAILURES] ?? 0) + 1;
         throw err;
       }
     };
