@@ -5,6 +5,7 @@
 // clock, as it times the engine); the caller prints its own "done" line in onDone.
 import kafkajs, { type KafkaMessage } from 'kafkajs';
 import { registerCodecs } from '../../src/kafka/codecs.js';
+import { patchRequestQueue } from '../../src/kafka/request-queue.js';
 
 export interface ConsumeLoop {
   /** For error lines: the child's name. */
@@ -21,6 +22,9 @@ export interface ConsumeLoop {
 
 export function consumeTopic(o: ConsumeLoop): void {
   registerCodecs();
+  // The fix of kafkajs's idle request-queue timer that the engine's clients get (src/kafka/request-queue.ts):
+  // unpatched, every connection woke the loop each millisecond (and Node warned TimeoutNegativeWarning).
+  patchRequestQueue();
   const kafka = new kafkajs.Kafka({ clientId: 'streamstats-bench', brokers: o.brokers.split(','), logLevel: kafkajs.logLevel.ERROR });
   // The engine's consumer settings (KAFKA_MAX_WAIT_MS=500, KAFKA_MAX_BYTES_PER_PARTITION=1 MiB, one
   // partition at a time), so that the baselines fetch exactly as the engine does.

@@ -7,10 +7,13 @@ import type { Logger } from 'pino';
 import type { KafkaConfig } from '../config/index.js';
 import { withTimeout } from '../async/index.js';
 import { registerCodecs } from './codecs.js';
+import { patchCoordinatorLookups } from './coordinators.js';
 import { patchRequestQueue } from './request-queue.js';
 
-// Before any client exists: every connection's request queue gets it.
+// Before any client exists: every connection's request queue gets it, and every cluster the
+// coordinator lookups that a transactional producer remembers.
 patchRequestQueue();
+patchCoordinatorLookups();
 
 const KafkaLogLevel = kafkajs.logLevel;
 

@@ -2,6 +2,7 @@
 // nothing pending (src/kafka/request-queue.ts): an idle consumer woke its event loop a thousand times a
 // second per broker connection. Patched, a queue with nothing pending arms nothing, and a throttled
 // request still goes out when the throttle ends. kafkajs's own class, no broker needed.
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import t, { type Test } from 'tap';
 import { patchRequestQueue } from '../../src/kafka/request-queue.js';
@@ -52,4 +53,25 @@ t.test('a throttled request goes out when the throttle ends, and then nothing is
   t.same(sent, [{ id: 1 }], 'sent once the throttle ended');
   t.equal(q.pending.length, 0);
   t.equal(q.throttleCheckTimeoutId, null, 'nothing left to check: no timer');
+});
+
+// The tests' and benchmarks' own kafkajs clients (test/fixtures/topics.ts) printed
+// "TimeoutNegativeWarning: -<Date.now()> is a negative number" from every connection: they were made
+// without the fix. A fresh process, so that nothing else installed it first.
+t.test('a client from the test fixtures gets the fix: no TimeoutNegativeWarning', async (t) => {
+  const fixtures = new URL('../fixtures/topics.js', import.meta.url).href;
+  const script = `
+    import { createRequire } from 'node:module';
+    import { kafkaClient } from ${JSON.stringify(fixtures)};
+    const warnings = [];
+    process.on('warning', (w) => warnings.push(w.name));
+    kafkaClient(['127.0.0.1:1']);
+    const RequestQueue = createRequire(${JSON.stringify(fixtures)})('kafkajs/src/network/requestQueue/index.js');
+    const silent = { debug() {}, info() {}, warn() {}, error() {} };
+    const q = new RequestQueue({ maxInFlightRequests: null, requestTimeout: 30000, enforceRequestTimeout: false, clientId: 'test', broker: 'b:9092', logger: silent });
+    q.checkPendingRequests();
+    setTimeout(() => { q.destroy(); process.stdout.write(JSON.stringify(warnings)); }, 50);
+  `;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  t.same(JSON.parse(out), [], 'no warning (unpatched: TimeoutNegativeWarning)');
 });
