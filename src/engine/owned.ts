@@ -29,7 +29,7 @@ import { FormattedElsewhere } from '../windows/row-task.js';
 import { releaseSlab } from '../windows/row-slabs.js';
 import { subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
-import { admit, admitGenerated } from './admit.js';
+import { admit, admitGenerated, type Admission } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
@@ -232,37 +232,14 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
   }
 
   async submit(b: SourceBatch): Promise<void> {
-    const { owners, metrics } = this.#o;
-    const admitted = await admit(b, {
-      fatal: () => this.#fatal,
-      pending: this.#pending,
-      capacity: owners,
-      metrics,
-      totals: this.totals,
-      lane: (id) => this.#lanes.get(id) ?? (this.#o.autoOpenLanes ? this.#open(id, {}) : null),
-    });
+    const admitted = await admit(b, this.#admission((id) => this.#lanes.get(id) ?? (this.#o.autoOpenLanes ? this.#open(id, {}) : null)));
     if (admitted === null) return;
     const { state, batch } = admitted;
     const nowMs = Date.now();
-    const sentAt = performance.now();
     const { task, transfer } = applyTask(batch, nowMs);
-    const reply = this.#send(task, transfer);
-    const settled = reply.finally(() => owners.release());
-    settled.catch(() => {});
-    state.chain = state.chain.then(async () => {
-      try {
-        const r = await settled;
-        if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
-        metrics.taskRunSeconds.observe(r.seconds);
-        metrics.taskWaitSeconds.observe(Math.max(0, (performance.now() - sentAt) / 1000 - r.seconds));
-        if (this.#fatal === null && !state.dropped) await this.#applied(state, batch, r.parts, r.chunks, r.point, r.figures, nowMs);
-      } catch (err) {
-        if (!state.lost) this.#fail(err);
-      } finally {
-        batch.release?.();
-        this.#pending.release();
-      }
-    });
+    this.#chainReply(state, this.#send(task, transfer), nowMs, () => batch, () => {
+      if (batch.firstTimestampMs !== undefined) state.unappliedTimestamps.shift();
+    }, () => batch.release?.());
   }
 
   /**
@@ -270,32 +247,42 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
    * them. The batch's bytes come back only when its dead letters need them.
    */
   async generate(lane: number, from: number, count: number): Promise<void> {
-    const { owners, metrics } = this.#o;
-    const admitted = await admitGenerated(lane, count, {
-      fatal: () => this.#fatal,
-      pending: this.#pending,
-      capacity: owners,
-      metrics,
-      totals: this.totals,
-      lane: (id) => this.#lanes.get(id) ?? null,
-    });
+    const admitted = await admitGenerated(lane, count, this.#admission((id) => this.#lanes.get(id) ?? null));
     if (admitted === null) return;
     const { state, seq } = admitted;
     const nowMs = Date.now();
+    this.#chainReply(state, this.#send({ kind: 'generate', lane, from, count, nowMs }), nowMs, (r) => {
+      this.#o.metrics.batchBytes.observe(r.generated?.bytes ?? 0);
+      return generatedBatch(lane, seq, r.generated);
+    });
+  }
+
+  #admission(lane: (id: number) => Owned | null): Admission<Owned> {
+    return { fatal: () => this.#fatal, pending: this.#pending, capacity: this.#o.owners, metrics: this.#o.metrics, totals: this.totals, lane };
+  }
+
+  /**
+   * Handles an apply or generate reply on the lane's chain, in the order sent: the owners' permit
+   * back as soon as it settles, then timings, then what the owner did (unless the lane went), then
+   * the engine's permit. `batchOf` gives the batch the reply is about.
+   */
+  #chainReply(state: Owned, reply: ReturnType<LaneOwners['run']>, nowMs: number, batchOf: (r: Awaited<ReturnType<LaneOwners['run']>>) => Batch, onReply?: () => void, done?: () => void): void {
+    const { owners, metrics } = this.#o;
     const sentAt = performance.now();
-    const settled = this.#send({ kind: 'generate', lane, from, count, nowMs }).finally(() => owners.release());
+    const settled = reply.finally(() => owners.release());
     settled.catch(() => {});
     state.chain = state.chain.then(async () => {
       try {
         const r = await settled;
+        onReply?.();
         metrics.taskRunSeconds.observe(r.seconds);
         metrics.taskWaitSeconds.observe(Math.max(0, (performance.now() - sentAt) / 1000 - r.seconds));
-        const batch = generatedBatch(lane, seq, r.generated);
-        metrics.batchBytes.observe(r.generated?.bytes ?? 0);
+        const batch = batchOf(r);
         if (this.#fatal === null && !state.dropped) await this.#applied(state, batch, r.parts, r.chunks, r.point, r.figures, nowMs);
       } catch (err) {
         if (!state.lost) this.#fail(err);
       } finally {
+        done?.();
         this.#pending.release();
       }
     });
