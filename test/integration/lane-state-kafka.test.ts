@@ -5,9 +5,10 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { runToExit } from '../fixtures/engine-process.js';
 import { brokers, client, createTopic, keyed, produce, startEngine, uid, waitFor, workloadPoints, type Engine } from '../fixtures/kafka.js';
+import { readTopic } from '../fixtures/faults.js';
 import { produceTo } from '../fixtures/topics.js';
 
 const EXITING_LANE_CLI = fileURLToPath(new URL('../fixtures/exiting-lane-cli.js', import.meta.url));
@@ -60,7 +61,12 @@ t.test('MAX_SERIES bounds the series of all owners together: 2 lanes in 2 owners
   t.match(refused[0]?.detail, /MAX_SERIES/);
 });
 
-t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from its commit point, the other lane goes on, and every row is written exactly once', async (t) => {
+/**
+ * An owner dies once mid-stream on a 2-partition topic with 2 owners: its lane is rebuilt, the other
+ * goes on, and the rows equal those of an undisturbed LANE_STATE=main run. `output`: a Kafka topic
+ * written in transactions (EXACTLY_ONCE=true, read back read_committed) instead of the rows file.
+ */
+async function ownerDiesOnce(t: Test, exactlyOnce: boolean): Promise<void> {
   const topic = await createTopic(t, 2);
   const t0 = Date.parse('2024-03-01T00:00:00Z');
   const rec = (name: string, i: number) => JSON.stringify({ metric: { name, dimensions: { hostname: 'h' }, timestamp: t0 + i * 1000, value: i % 97 }, meta: { tenantId: 't', region: 'r' } });
@@ -79,8 +85,10 @@ t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from i
   t.teardown(() => {
     delete process.env['STREAMSTATS_TEST_EXIT_ONCE'];
   });
+  const output = exactlyOnce ? await createTopic(t, 2) : null;
+  const sink = output === null ? {} : { SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' };
   const env = { KAFKA_TOPICS: topic, BATCH_SIZE: '25', COMMIT_INTERVAL_SECONDS: '0.2', WORKER_THREADS: '2' };
-  const e = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
+  const e = startEngine(t, { ...env, ...sink, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
   const total = msgs.length - 1;
   // Caught up, then every window closed by the idle flush (IDLE_FLUSH_SECONDS=1), the flush points' too.
   const settled = (x: Engine) => () => x.sum('streamstats_consumer_lag_messages') === 0 && x.metric('streamstats_open_series') === 0 && x.metric('streamstats_records_total', { result: 'ok' }) >= total;
@@ -93,13 +101,19 @@ t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from i
   const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
   await waitFor([reference], settled(reference), 'the reference caught up');
   await reference.stop();
-  const rows = e.rows().map((r) => JSON.stringify(r)).sort();
   const expected = reference.rows().map((r) => JSON.stringify(r)).sort();
   t.ok(expected.length >= 16, `${expected.length} rows in the undisturbed run`);
-  t.same(rows, expected, 'the same rows as an undisturbed run, none missing and none written twice');
+  const rows = output === null
+    ? e.rows().map((r) => JSON.stringify(r)).sort()
+    : (await readTopic(brokers(), output, expected.length, { timeoutMs: 30_000, settleMs: 2000 })).map((m) => JSON.stringify(JSON.parse(m.value!.toString()))).sort();
+  t.same(rows, expected, `the same rows as an undisturbed run, none missing and none written twice${output === null ? '' : ' (read_committed)'}`);
   const letters = e.deadLetters();
   t.same(letters.map((d) => d.reason), reference.deadLetters().map((d) => d.reason), 'the same dead letters (the "exit" message once, not once per replay)');
-});
+}
+
+t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from its commit point, the other lane goes on, and every row is written exactly once', (t) => ownerDiesOnce(t, false));
+
+t.test('the same with EXACTLY_ONCE=true: the transactions after the rebuild hold no row the ones before it committed', (t) => ownerDiesOnce(t, true));
 
 t.test('an owner that dies on the same record every time: rebuilt 3 times, then exit status 1 with STREAMSTATS_LANE_OWNER_LOST; the commit never passes what was written, and a restart completes the rows', async (t) => {
   const topic = await createTopic(t, 1);
