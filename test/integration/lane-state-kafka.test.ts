@@ -115,6 +115,46 @@ t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from i
 
 t.test('the same with EXACTLY_ONCE=true: the transactions after the rebuild hold no row the ones before it committed', (t) => ownerDiesOnce(t, true));
 
+t.test('lanes reassigned on a rebalance while their owners hold open windows (EXACTLY_ONCE=true, 2 instances of 2 owners): every window once, equal to one undisturbed instance', async (t) => {
+  const w = { count: 16_000, metrics: 40, hosts: 4, seed: 5 };
+  const points = workloadPoints(w);
+  const half = points.length / 2;
+  const flushAt = points[points.length - 1]!.timestamp + 3_600_000;
+  // One point per partition an hour on closes every workload window (the idle flush is off here, so
+  // windows stay open, held by their owners, until then; WATERMARK_CONFIRM_RECORDS=1 lets one point
+  // move the watermark that far).
+  const flush = [0, 1, 2, 3].map((partition) => ({ partition, value: JSON.stringify({ metric: { name: 'flush', dimensions: { hostname: 'h' }, timestamp: flushAt, value: 0 }, meta: { tenantId: 't', region: 'r' } }) }));
+  const topic = await createTopic(t, 4);
+  const output = await createTopic(t, 2);
+  await produce(topic, keyed(points.slice(0, half)));
+  const group = uid('g-rebalance');
+  const env = { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, BATCH_SIZE: '200', LANE_STATE: 'worker', WORKER_THREADS: '2', IDLE_FLUSH_SECONDS: '600', WATERMARK_CONFIRM_RECORDS: '1', SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true', KAFKA_SESSION_TIMEOUT_MS: '6000', KAFKA_HEARTBEAT_INTERVAL_MS: '500' };
+  const dirs = Object.fromEntries(['a', 'b', 'ref'].map((n) => [n, join(t.testdir(), n)]));
+  for (const d of Object.values(dirs)) mkdirSync(d);
+  const a = startEngine(t, env, { dir: dirs['a']! });
+  await waitFor([a], () => a.metric('streamstats_records_total', { result: 'ok' }) >= half && a.metric('streamstats_open_series') > 0, 'instance A applied the first half and holds open windows');
+  const held = a.metric('streamstats_open_series');
+  const b = startEngine(t, env, { dir: dirs['b']! });
+  await waitFor([a, b], () => b.metric('streamstats_assigned_partitions') > 0 && a.metric('streamstats_assigned_partitions') + b.metric('streamstats_assigned_partitions') === 4 && a.metric('streamstats_rebalances_total') >= 2, 'the group rebalanced: B holds partitions A had');
+  t.ok(a.metric('streamstats_assigned_partitions') < 4, `A gave up partitions (${a.metric('streamstats_assigned_partitions')} left) while its owners held ${held} open series`);
+  await produceTo(brokers(), topic, [...keyed(points.slice(half)), ...flush]);
+  const total = points.length + flush.length;
+  const caught = () => a.sum('streamstats_consumer_lag_messages') === 0 && b.sum('streamstats_consumer_lag_messages') === 0 &&
+    a.metric('streamstats_records_total', { result: 'ok' }) + b.metric('streamstats_records_total', { result: 'ok' }) >= total;
+  await waitFor([a, b], caught, 'both instances caught up');
+  t.ok(b.metric('streamstats_records_total', { result: 'ok' }) > 0, 'B applied records of the partitions it took over');
+  const reference = startEngine(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('g-ref'), BATCH_SIZE: '200', LANE_STATE: 'main' }, { dir: dirs['ref']! });
+  await waitFor([reference], () => reference.metric('streamstats_open_series') === 0 && reference.sum('streamstats_consumer_lag_messages') === 0 && reference.metric('streamstats_records_total', { result: 'ok' }) >= total, 'the reference caught up');
+  await reference.stop();
+  const expected = reference.rows().filter((r) => r.name !== 'flush').map((r) => JSON.stringify(r)).sort();
+  t.ok(expected.length > 1000, `${expected.length} workload rows in the undisturbed run`);
+  const read = await readTopic(brokers(), output, expected.length, { timeoutMs: 60_000, settleMs: 2500 });
+  await Promise.all([a.stop(), b.stop()]);
+  const rows = read.map((m) => JSON.parse(m.value!.toString()) as { name: string }).filter((r) => r.name !== 'flush').map((r) => JSON.stringify(r)).sort();
+  t.equal(rows.length, expected.length, 'as many rows as windows: none twice (read_committed), none missing');
+  t.same(rows, expected, 'the same rows as one undisturbed instance');
+});
+
 t.test('an owner that dies on the same record every time: rebuilt 3 times, then exit status 1 with STREAMSTATS_LANE_OWNER_LOST; the commit never passes what was written, and a restart completes the rows', async (t) => {
   const topic = await createTopic(t, 1);
   const group = uid('g-lost');
