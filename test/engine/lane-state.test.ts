@@ -124,12 +124,31 @@ t.test('an owner worker that dies mid-stream: the run fails with STREAMSTATS_LAN
 t.test('LANE_STATE is checked with the options it cannot run with, each named', async (t) => {
   const base = { SINK: 'stdout', LANE_STATE: 'worker', WORKER_THREADS: '1' };
   t.equal(parseConfig(base).laneState, 'worker');
-  t.equal(parseConfig({}).laneState, 'main', 'main by default');
-  t.throws(() => parseConfig({ LANE_STATE: 'elsewhere' }), /LANE_STATE="elsewhere" is not valid: one of main, worker/);
+  t.throws(() => parseConfig({ LANE_STATE: 'elsewhere' }), /LANE_STATE="elsewhere" is not valid: one of auto, main, worker/);
   t.throws(() => parseConfig({ ...base, WORKER_THREADS: '0' }), /LANE_STATE="worker" is not valid: needs WORKER_THREADS >= 1 .*WORKER_THREADS=0/);
   t.throws(() => parseConfig({ ...base, SINK: 'postgres://u@127.0.0.1:5432/test' }), /LANE_STATE="worker" is not valid: needs SINK=stdout, file:PATH or kafka/);
   t.ok(parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows' }), 'Kafka at least once runs');
   t.ok(parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows', EXACTLY_ONCE: 'true' }), 'Kafka exactly once runs');
   t.throws(() => parseConfig({ ...base, PERCENTILES: '50,99' }), /LANE_STATE="worker" is not valid: needs PERCENTILES unset .*PERCENTILES=50,99/);
   t.throws(() => parseConfig({ ...base, LATE_RECORDS: 'amend' }), /LANE_STATE="worker" is not valid: needs LATE_RECORDS=dead-letter/);
+});
+
+t.test('LANE_STATE=auto (the default): in the owner workers where the source gains by it and the options allow it, else on the main thread, saying why', async (t) => {
+  const lanes = (env: Record<string, string>) => {
+    const c = parseConfig(env);
+    return `${c.laneState}: ${c.laneStateReason}`;
+  };
+  t.match(lanes({}), /^worker: auto: in their owner workers/, 'the default job (generator)');
+  t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in' }), /^worker: /, 'Kafka');
+  t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in', SINK: 'kafka', OUTPUT_TOPIC: 'out', EXACTLY_ONCE: 'true' }), /^worker: /, 'Kafka to Kafka in transactions');
+  t.match(lanes({ SOURCE: 'file:/tmp/in.ndjson' }), /^main: auto: on the main thread, since a file is one lane/, 'a file');
+  t.match(lanes({ SOURCE: 'stdin' }), /^main: .*stdin is one lane/, 'stdin');
+  t.match(lanes({ SOURCE: 'redis', REDIS_STREAMS: 's' }), /^main: .*cannot be rebuilt by replay/, 'Redis');
+  t.match(lanes({ WORKER_THREADS: '0' }), /^main: .*needs WORKER_THREADS >= 1/, 'in-thread');
+  t.match(lanes({ PERCENTILES: '99' }), /^main: .*needs PERCENTILES unset/, 'percentiles');
+  t.match(lanes({ SINK: 'postgres://u@127.0.0.1:5432/test' }), /^main: .*needs SINK=stdout, file:PATH or kafka/, 'PostgreSQL');
+  t.match(lanes({ LANE_STATE: 'main' }), /^main: LANE_STATE=main$/, 'asked for');
+  t.match(lanes({ LANE_STATE: 'worker', SOURCE: 'file:/tmp/in.ndjson' }), /^worker: LANE_STATE=worker$/, 'worker asked for with a file');
+  t.equal(parseConfig({}, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 2, 'WORKER_THREADS=auto: an owner per usable CPU');
+  t.equal(parseConfig({ SOURCE: 'file:/tmp/in.ndjson' }, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 1, 'and usable - 1 where the lanes stay on the main thread');
 });
