@@ -179,6 +179,7 @@ export class Pipeline {
           maxStateBytes: budget.maxBytes,
           budget: budget.buffer,
           rows: { windowMs: config.windowSeconds * 1000, maxEntries: config.maxSeries },
+          ...(config.percentiles.length > 0 ? { percentiles: config.percentiles } : {}),
           identityKeys: sink.readsIdentityKeys === true,
         },
         workerMaxMemoryMb: config.workerMaxMemoryMb,

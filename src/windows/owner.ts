@@ -29,6 +29,8 @@ export interface OwnerSettings {
   /** The SharedSeriesBudget's counters, shared by every owner and the main thread. */
   readonly budget: SharedArrayBuffer;
   readonly rows: RowSettings;
+  /** PERCENTILES (0..100) read from each row's sketch; the sketches' accuracy is the decoder's. */
+  readonly percentiles?: readonly number[];
   /** The sink keys its messages by row identity (Kafka): each row's identity key comes back too. */
   readonly identityKeys: boolean;
   readonly chunk?: ChunkLimits;
@@ -138,11 +140,12 @@ export class LaneOwner {
   constructor(settings: OwnerSettings) {
     this.#settings = settings;
     this.#decoder = new Decoder(settings.decoder);
-    this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries);
+    this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries, settings.percentiles ?? []);
     this.#store = {
       windowMs: settings.windowMs,
       latenessMs: settings.latenessMs,
       budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget),
+      sketchAccuracy: settings.decoder.sketchAccuracy,
       ...(settings.confirmRecords === undefined ? {} : { confirmRecords: settings.confirmRecords }),
     };
   }

@@ -84,27 +84,34 @@ export class SeriesBudget {
     this.open--;
     this.bytes -= seriesStateBytes(key);
   }
+
+  /** Counts `bytes` more (or fewer, negative) of state beside the open series: sketches, kept windows. */
+  charge(bytes: number): void {
+    this.bytes += bytes;
+  }
 }
 
 /** What a window store needs of its budget: SeriesBudget on one thread, SharedSeriesBudget across owners. */
-export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release'>;
+export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release' | 'charge'>;
 
 /** Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64, at 8). */
 const SHARED_BUDGET_BYTES = 16;
 
 /**
- * The open-series budget of lanes owned by several workers (LANE_STATE=worker): the same limits as
+ * The state budget of lanes owned by several workers (LANE_STATE=worker): the same limits as
  * SeriesBudget, counted with Atomics in one SharedArrayBuffer that every owner and the main thread
  * (for the gauges) map, so MAX_SERIES and MAX_STATE_MB bound the process, not each worker. A new
  * series reserves its count and bytes first and gives them back when a limit refuses it, so two
- * owners racing for the last slot never both get it. It counts open series only: sketches and kept
- * windows (PERCENTILES, LATE_RECORDS=amend) charge bytes by assignment, which the owners' mode does
- * not allow, and a store that tries is told so.
+ * owners racing for the last slot never both get it. Sketches and kept windows charge their bytes
+ * as deltas (never an assignment: another owner may have counted in between). Kept windows give room
+ * back to open series as in SeriesBudget, but only those of the owner asking: each owner's budget
+ * object holds its own lanes' reclaimers (the shared memory holds numbers, not lanes).
  */
 export class SharedSeriesBudget implements StateBudget {
   readonly buffer: SharedArrayBuffer;
   readonly #open: Int32Array;
   readonly #bytes: BigInt64Array;
+  readonly #reclaimers = new Set<(bytes: number) => number>();
 
   constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer) {
     this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES);
@@ -120,16 +127,16 @@ export class SharedSeriesBudget implements StateBudget {
     return Number(Atomics.load(this.#bytes, 0));
   }
 
-  set bytes(_: number) {
-    throw new RangeError('a shared series budget counts open series only (PERCENTILES and LATE_RECORDS=amend keep the lanes\' state on the main thread)');
-  }
-
   admit(key: string, extra = 0): 'count' | 'bytes' | null {
     if (Atomics.add(this.#open, 0, 1) >= this.max) {
       Atomics.sub(this.#open, 0, 1);
       return 'count';
     }
     const b = seriesStateBytes(key);
+    if (!this.fits(b + extra)) {
+      Atomics.sub(this.#open, 0, 1);
+      return 'bytes';
+    }
     const before = Number(Atomics.add(this.#bytes, 0, BigInt(b)));
     if (before + b + extra > this.maxBytes) {
       Atomics.sub(this.#bytes, 0, BigInt(b));
@@ -140,20 +147,30 @@ export class SharedSeriesBudget implements StateBudget {
   }
 
   fits(extra: number): boolean {
-    return this.room(extra);
+    if (this.room(extra)) return true;
+    for (const reclaim of this.#reclaimers) {
+      reclaim(this.bytes + extra - this.maxBytes);
+      if (this.room(extra)) return true;
+    }
+    return false;
   }
 
   room(extra: number): boolean {
     return this.bytes + extra <= this.maxBytes;
   }
 
-  addReclaimer(): () => void {
-    throw new RangeError('a shared series budget has no kept windows to reclaim (LATE_RECORDS=amend keeps the lanes\' state on the main thread)');
+  addReclaimer(reclaim: (bytes: number) => number): () => void {
+    this.#reclaimers.add(reclaim);
+    return () => this.#reclaimers.delete(reclaim);
   }
 
   release(key: string): void {
     Atomics.sub(this.#open, 0, 1);
     Atomics.sub(this.#bytes, 0, BigInt(seriesStateBytes(key)));
+  }
+
+  charge(bytes: number): void {
+    Atomics.add(this.#bytes, 0, BigInt(bytes));
   }
 }
 
@@ -398,7 +415,7 @@ export class WindowStore {
           const before = sketch.buckets;
           for (let j = so[cell]!; j < so[cell + 1]!; j++) sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
           sketch.bound();
-          this.#budget.bytes += SKETCH_BUCKET_BYTES * (sketch.buckets - before);
+          this.#budget.charge(SKETCH_BUCKET_BYTES * (sketch.buckets - before));
         }
       }
       if (positions !== undefined && ws !== notedWs) {
@@ -444,7 +461,7 @@ export class WindowStore {
     this.#head[sid] = slot;
     if (this.#sketchAccuracy > 0) {
       this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
-      this.#budget.bytes += SKETCH_BASE_BYTES;
+      this.#budget.charge(SKETCH_BASE_BYTES);
     }
     let win = this.#windows.get(ws);
     if (win === undefined) {
@@ -550,7 +567,7 @@ export class WindowStore {
           sketches[i] = sketch;
           this.#sketches[slot] = undefined;
           // Handed to the row formatter with the close: no longer open state.
-          if (sketch !== undefined) this.#budget.bytes -= sketch.bytes;
+          if (sketch !== undefined) this.#budget.charge(-sketch.bytes);
         }
         const links = this.#links[slot >> PAGE_BITS]!;
         const l = (slot & PAGE_MASK) * LINK_STRIDE;
