@@ -180,6 +180,7 @@ export class Pipeline {
           budget: budget.buffer,
           rows: { windowMs: config.windowSeconds * 1000, maxEntries: config.maxSeries },
           ...(config.percentiles.length > 0 ? { percentiles: config.percentiles } : {}),
+          ...(config.lateRecords === 'amend' ? { amend: { horizonMs: config.amendHorizonSeconds * 1000 } } : {}),
           identityKeys: sink.readsIdentityKeys === true,
         },
         workerMaxMemoryMb: config.workerMaxMemoryMb,
@@ -188,7 +189,7 @@ export class Pipeline {
         ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       });
       pool = owners;
-      engine = new OwnedEngine({ ...engineOptions, owners, budget });
+      engine = new OwnedEngine({ ...engineOptions, owners, budget, lateRecords: config.lateRecords, amendHorizonSeconds: config.amendHorizonSeconds });
     } else {
       pool = decodePool;
       engine = new Engine({
