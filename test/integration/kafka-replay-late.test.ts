@@ -3,11 +3,14 @@
 // replayed: no "most records of a batch are late" warning, and the summary adds up.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { startEngineProcess, until, type EngineProcess } from '../fixtures/engine-process.js';
 import { monascaRecord } from '../fixtures/gen.js';
 import { brokers, client, createTopic, produce, startEngine, uid, waitFor, type Engine } from '../fixtures/kafka.js';
-import { outageLine, outageWorkload } from '../fixtures/outage.js';
+import { differences, newestRevisions, outageLine, outageWorkload } from '../fixtures/outage.js';
+
+const EXITING_LANE_WORKER = fileURLToPath(new URL('../fixtures/exiting-lane-worker.js', import.meta.url));
 
 t.test('a restart that replays records of emitted windows warns of nothing late; the summary shows them replayed', async (t) => {
   const topic = await createTopic(t, 1);
@@ -130,4 +133,38 @@ t.test('LANE_STATE=worker, amend: stopped mid-backlog and restarted, the rows ar
   t.ok(rows.main.includes('"closed_by":"amended"'), 'the rows hold amended revisions');
   t.equal(rows.worker, rows.main, 'both runs: the same row bytes, revisions included');
   for (const [mode, d] of Object.entries(dirs)) t.notOk(existsSync(join(d, 'dlq.ndjson')) && readFileSync(join(d, 'dlq.ndjson'), 'utf8').trim() !== '', `${mode}: nothing dead-lettered (replays are not late)`);
+});
+
+t.test('LANE_STATE=worker, amend: an owner that dies mid-backlog takes its kept windows; the lane is rebuilt by replay and the newest revisions equal an undisturbed run\'s', async (t) => {
+  const { arrival, held, backlogAt } = outageWorkload(11, 3, 2);
+  const topic = await createTopic(t, 1);
+  const messages = arrival.map((p) => ({ key: `${p.name}|${p.host}`, value: outageLine(p) }));
+  // The owner dies halfway through agent-b's backlog, with windows kept and some amended already.
+  messages.splice(backlogAt + Math.floor(held / 2), 0, { key: 'x', value: '"exit"' });
+  await produce(topic, messages);
+  const marker = join(t.testdir(), 'died');
+  process.env['STREAMSTATS_TEST_EXIT_ONCE'] = marker;
+  t.teardown(() => {
+    delete process.env['STREAMSTATS_TEST_EXIT_ONCE'];
+  });
+  const env = { KAFKA_TOPICS: topic, BATCH_SIZE: '40', COMMIT_INTERVAL_SECONDS: '0.2', WINDOW_SECONDS: '60', ALLOWED_LATENESS_SECONDS: '5', LATE_RECORDS: 'amend', AMEND_HORIZON_SECONDS: '10800', IDLE_FLUSH_SECONDS: '3600' };
+  const seen = (e: Engine) => e.sum('streamstats_records_total') + e.metric('streamstats_replayed_records_total');
+  const e = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker', WORKER_THREADS: '1' }, { workerFile: EXITING_LANE_WORKER });
+  await waitFor([e], () => e.metric('streamstats_lane_rebuilds_total') >= 1 && seen(e) >= messages.length && e.sum('streamstats_consumer_lag_messages') === 0, 'the lost lane was rebuilt and caught up');
+  t.ok(existsSync(marker), 'the owner did die');
+  t.equal(e.metric('streamstats_lane_rebuilds_total'), 1, 'one rebuild');
+  t.ok(e.metric('streamstats_replayed_records_total') > 0, 'the replay rebuilt the kept windows silently (replayed records)');
+  const amended = e.metric('streamstats_late_records_total', { outcome: 'amended' });
+  await e.stop();
+  const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
+  await waitFor([reference], () => seen(reference) >= messages.length && reference.sum('streamstats_consumer_lag_messages') === 0, 'the reference caught up');
+  await reference.stop();
+  t.equal(amended, held, 'every held-back point amended once: those before the loss are rebuilt silently by the replay, not amended again');
+  const got = newestRevisions(e.rows());
+  const want = newestRevisions(reference.rows());
+  t.ok(want.size > 500 && [...want.values()].some((r) => r.closed_by === 'amended'), `${want.size} identities in the undisturbed run, amended ones among them`);
+  t.same([...got.keys()].sort(), [...want.keys()].sort(), 'the same identities');
+  t.same(differences(got, want), [], 'the newest revision of every identity has the statistics of the undisturbed run');
+  t.same([...want.keys()].map((k) => got.get(k)?.closed_by), [...want.values()].map((r) => r.closed_by), 'each closed as it was there (amended where it was amended)');
+  t.same(e.deadLetters().map((d) => d.reason), reference.deadLetters().map((d) => d.reason), 'the same dead letters (the "exit" message once, nothing late)');
 });
