@@ -166,7 +166,7 @@ export class Pipeline {
     let pool: DecodePool | LaneOwners;
     let engine: Engine | OwnedEngine;
     if (decodePool === null) {
-      const budget = new SharedSeriesBudget(config.maxSeries, config.maxStateMb * 1024 * 1024);
+      const budget = new SharedSeriesBudget(config.maxSeries, config.maxStateMb * 1024 * 1024, undefined, { owners: config.workerThreads });
       const owners = new LaneOwners({
         threads: config.workerThreads,
         maxInFlight: config.poolQueue,

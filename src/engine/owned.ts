@@ -110,6 +110,8 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
 
   /** An owner died with these lanes' state: each is rebuilt by replay, or the engine stops. */
   #ownerLost(owner: number, lanes: readonly number[], cause: unknown): void {
+    // Its lanes' open series, sketches and kept windows died with it: they leave the shared budget.
+    this.#o.budget.forgetOwner(owner);
     const lost: Owned[] = [];
     for (const id of lanes) {
       const s = this.#lanes.get(id);

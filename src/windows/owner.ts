@@ -28,6 +28,8 @@ export interface OwnerSettings {
   readonly maxStateBytes: number;
   /** The SharedSeriesBudget's counters, shared by every owner and the main thread. */
   readonly budget: SharedArrayBuffer;
+  /** This owner's index: its share of the budget is counted in that slot too (set per owner by LaneOwners). */
+  readonly owner?: number;
   readonly rows: RowSettings;
   /** PERCENTILES (0..100) read from each row's sketch; the sketches' accuracy is the decoder's. */
   readonly percentiles?: readonly number[];
@@ -152,7 +154,7 @@ export class LaneOwner {
     this.#store = {
       windowMs: settings.windowMs,
       latenessMs: settings.latenessMs,
-      budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget),
+      budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget, settings.owner === undefined ? {} : { owner: settings.owner }),
       sketchAccuracy: settings.decoder.sketchAccuracy,
       ...(settings.amend === undefined ? {} : { amend: settings.amend }),
       ...(settings.confirmRecords === undefined ? {} : { confirmRecords: settings.confirmRecords }),

@@ -94,7 +94,10 @@ export class SeriesBudget {
 /** What a window store needs of its budget: SeriesBudget on one thread, SharedSeriesBudget across owners. */
 export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release' | 'charge'>;
 
-/** Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64, at 8). */
+/**
+ * Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64,
+ * at 8), then the same pair for each owner, which is what a lost owner's share is read from.
+ */
 const SHARED_BUDGET_BYTES = 16;
 
 /**
@@ -105,18 +108,55 @@ const SHARED_BUDGET_BYTES = 16;
  * owners racing for the last slot never both get it. Sketches and kept windows charge their bytes
  * as deltas (never an assignment: another owner may have counted in between). Kept windows give room
  * back to open series as in SeriesBudget, but only those of the owner asking: each owner's budget
- * object holds its own lanes' reclaimers (the shared memory holds numbers, not lanes).
+ * object holds its own lanes' reclaimers (the shared memory holds numbers, not lanes). Each owner
+ * also counts its share in a slot of its own, so that the state of an owner that died (its worker
+ * took it along) leaves the budget with it (forgetOwner), rather than holding room for ever.
  */
 export class SharedSeriesBudget implements StateBudget {
   readonly buffer: SharedArrayBuffer;
   readonly #open: Int32Array;
   readonly #bytes: BigInt64Array;
   readonly #reclaimers = new Set<(bytes: number) => number>();
+  /** This owner's counters (null: the main thread's view, or an owner without a slot). */
+  readonly #slotOpen: Int32Array | null;
+  readonly #slotBytes: BigInt64Array | null;
 
-  constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer) {
-    this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES);
+  /**
+   * `owners`: the slots to make (with a new buffer); `owner`: the slot this view counts in as well
+   * (an owner worker's view of a buffer it was given).
+   */
+  constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer, opts: { owners?: number; owner?: number } = {}) {
+    this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES * (1 + (opts.owners ?? 0)));
     this.#open = new Int32Array(this.buffer, 0, 1);
     this.#bytes = new BigInt64Array(this.buffer, 8, 1);
+    const at = opts.owner === undefined ? -1 : SHARED_BUDGET_BYTES * (1 + opts.owner);
+    if (at >= 0 && at + SHARED_BUDGET_BYTES > this.buffer.byteLength) throw new RangeError(`owner ${opts.owner} has no slot in a shared budget of ${this.buffer.byteLength} bytes`);
+    this.#slotOpen = at < 0 ? null : new Int32Array(this.buffer, at, 1);
+    this.#slotBytes = at < 0 ? null : new BigInt64Array(this.buffer, at + 8, 1);
+  }
+
+  /**
+   * An owner died with its lanes: what it counted leaves the budget. Called before its replacement
+   * gets a task (it starts from nothing in the same slot).
+   */
+  forgetOwner(owner: number): void {
+    const at = SHARED_BUDGET_BYTES * (1 + owner);
+    if (at + SHARED_BUDGET_BYTES > this.buffer.byteLength) return;
+    const open = Atomics.exchange(new Int32Array(this.buffer, at, 1), 0, 0);
+    const bytes = Atomics.exchange(new BigInt64Array(this.buffer, at + 8, 1), 0, 0n);
+    Atomics.sub(this.#open, 0, open);
+    Atomics.sub(this.#bytes, 0, bytes);
+  }
+
+  #count(open: number, bytes: number): void {
+    if (open !== 0) {
+      Atomics.add(this.#open, 0, open);
+      if (this.#slotOpen !== null) Atomics.add(this.#slotOpen, 0, open);
+    }
+    if (bytes !== 0) {
+      Atomics.add(this.#bytes, 0, BigInt(bytes));
+      if (this.#slotBytes !== null) Atomics.add(this.#slotBytes, 0, BigInt(bytes));
+    }
   }
 
   get open(): number {
@@ -143,6 +183,8 @@ export class SharedSeriesBudget implements StateBudget {
       Atomics.sub(this.#open, 0, 1);
       return 'bytes';
     }
+    if (this.#slotOpen !== null) Atomics.add(this.#slotOpen, 0, 1);
+    if (this.#slotBytes !== null) Atomics.add(this.#slotBytes, 0, BigInt(b));
     return null;
   }
 
@@ -165,12 +207,11 @@ export class SharedSeriesBudget implements StateBudget {
   }
 
   release(key: string): void {
-    Atomics.sub(this.#open, 0, 1);
-    Atomics.sub(this.#bytes, 0, BigInt(seriesStateBytes(key)));
+    this.#count(-1, -seriesStateBytes(key));
   }
 
   charge(bytes: number): void {
-    Atomics.add(this.#bytes, 0, BigInt(bytes));
+    this.#count(0, bytes);
   }
 }
 

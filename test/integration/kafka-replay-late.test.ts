@@ -155,10 +155,15 @@ t.test('LANE_STATE=worker, amend: an owner that dies mid-backlog takes its kept 
   t.equal(e.metric('streamstats_lane_rebuilds_total'), 1, 'one rebuild');
   t.ok(e.metric('streamstats_replayed_records_total') > 0, 'the replay rebuilt the kept windows silently (replayed records)');
   const amended = e.metric('streamstats_late_records_total', { outcome: 'amended' });
+  const stateBytes = e.metric('streamstats_state_bytes');
   await e.stop();
   const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
   await waitFor([reference], () => seen(reference) >= messages.length && reference.sum('streamstats_consumer_lag_messages') === 0, 'the reference caught up');
+  const referenceBytes = reference.metric('streamstats_state_bytes');
   await reference.stop();
+  // The dead owner's open series and kept windows left the shared budget with it: what is counted is the rebuilt lane's.
+  t.ok(referenceBytes > 0 && e.metric('streamstats_amend_kept_windows') > 0, `state counted (${referenceBytes} bytes)`);
+  t.equal(stateBytes, referenceBytes, 'MAX_STATE_MB counts what the undisturbed run counts: nothing of the lost owner\'s state');
   t.equal(amended, held, 'every held-back point amended once: those before the loss are rebuilt silently by the replay, not amended again');
   const got = newestRevisions(e.rows());
   const want = newestRevisions(reference.rows());
