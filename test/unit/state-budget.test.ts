@@ -108,3 +108,23 @@ t.test('LANE_STATE=worker: two owners\' sketches count in one shared budget, ref
   t.equal(a.bytes, 0, 'every byte given back');
   t.equal(a.open, 0);
 });
+
+t.test('LANE_STATE=worker: an owner that died leaves the shared budget with what it counted, the others\' share stays', async (t) => {
+  const main = new SharedSeriesBudget(100, 1_000_000, undefined, { owners: 2 });
+  const owners = [0, 1].map((owner) => new SharedSeriesBudget(100, main.maxBytes, main.buffer, { owner }));
+  const stores = owners.map(store);
+  stores[0]!.apply(wide(['a0', 'a1', 'a2'], 0, 50));
+  stores[1]!.apply(wide(['b0', 'b1'], 0, 30));
+  const share1 = 2 * (seriesStateBytes('b0') + SKETCH_BASE_BYTES + 30 * SKETCH_BUCKET_BYTES);
+  t.equal(main.open, 5);
+  main.forgetOwner(0);
+  t.equal(main.open, 2, 'owner 0\'s series are gone from the count');
+  t.equal(main.bytes, share1, 'and its bytes: what is left is owner 1\'s');
+  // The replacement counts from nothing in the same slot; owner 1 closes its lanes as usual.
+  const replacement = new SharedSeriesBudget(100, main.maxBytes, main.buffer, { owner: 0 });
+  store(replacement).apply(wide(['c0'], 0, 10));
+  stores[1]!.takeAll();
+  t.equal(main.open, 1);
+  t.equal(main.bytes, seriesStateBytes('c0') + SKETCH_BASE_BYTES + 10 * SKETCH_BUCKET_BYTES, 'only the replacement\'s state is counted');
+  t.throws(() => new SharedSeriesBudget(100, 1, main.buffer, { owner: 2 }), /owner 2 has no slot/);
+});
