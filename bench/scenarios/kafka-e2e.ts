@@ -34,6 +34,7 @@ import { buildPeer, internalTopics, startPeer, type PeerGuarantee } from '../lib
 import { alternate, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
 import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd } from '../lib/outputs.js';
 import { PgCostProbe, pgCostPerRow, withAppName } from '../lib/pg-cost.js';
+import { threadCpu, threadCpuBetween, type ThreadCpu } from '../lib/proc-threads.js';
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
@@ -375,7 +376,7 @@ export async function runEngine(
   dir: string,
   vars: Readonly<Record<string, string>>,
   output: EngineOutput,
-): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number }> {
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; streamCpu: ThreadCpu }> {
   const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
   const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
@@ -386,12 +387,17 @@ export async function runEngine(
     let last = NaN;
     let rowsAt = NaN;
     let threads = NaN;
+    // Each kind of thread's CPU from the first message to the last row out (proc-threads.ts).
+    let cpuAtFirst: ThreadCpu = {};
     const deadline = performance.now() + 900_000;
     for (;;) {
       const ms = await e.scrape();
       const now = performance.now();
       if (metricSum(ms, 'streamstats_records_total') >= n + output.flushPoints) accountFor(ms, n, output.flushPoints, vars);
-      if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) first = now;
+      if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) {
+        first = now;
+        cpuAtFirst = threadCpu(e.child.pid);
+      }
       if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n + output.flushPoints) {
         last = now;
         threads = metricSum(ms, 'streamstats_pool_threads');
@@ -407,6 +413,7 @@ export async function runEngine(
       if (e.child.exitCode !== null) throw new Error('streamstats exited before applying every record');
       await sleep(POLL_MS);
     }
+    const streamCpu = threadCpuBetween(cpuAtFirst, threadCpu(e.child.pid));
     const final = await e.scrape();
     const rows = metricSum(final, 'streamstats_windows_emitted_total');
     accountFor(final, n, output.flushPoints, vars);
@@ -422,11 +429,25 @@ export async function runEngine(
       firstToRows: (rowsAt - first) / 1000,
       outputEnd: end?.value ?? rows,
       cpuSeconds: s.cpuSeconds,
+      streamCpu,
     };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
     await admin?.disconnect().catch(() => {});
   }
+}
+
+/** Kinds of thread in proc-threads.ts's snapshots, by the names the samples carry. */
+export const THREAD_KINDS = { main: 'MAIN', workers: 'WorkerThread', v8: 'V8Worker', libuv: 'libuv-worker' } as const;
+
+/** us of CPU per input record by kind of thread, first message to last row (`stream<Kind>UsPerRecord`, `streamAllUsPerRecord`). */
+export function streamCpuExtra(n: number, cpu: ThreadCpu): Record<string, number> {
+  const out: Record<string, number> = {};
+  let all = 0;
+  for (const v of Object.values(cpu)) all += v;
+  for (const [k, name] of Object.entries(THREAD_KINDS)) out[`stream${k[0]!.toUpperCase()}${k.slice(1)}UsPerRecord`] = ((cpu[name] ?? 0) * 1e6) / n;
+  out['streamAllUsPerRecord'] = (all * 1e6) / n;
+  return out;
 }
 
 /** The whole process's CPU (every thread, start to exit) per input record and per row written. */
@@ -435,7 +456,7 @@ function cpuPerRow(r: { cpuSeconds: number; rows: number }): Record<string, numb
 }
 
 /** A streamstats sink variant as a sample: "last" is the last row out. */
-function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: Readonly<Record<string, number>> = {}): Sample {
+export function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: Readonly<Record<string, number>> = {}): Sample {
   return toSample(n, {
     startToLast: r.startToRows,
     firstToLast: r.firstToRows,
@@ -445,12 +466,12 @@ function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: 
 }
 
 /** Variant (d)/(e): streamstats to a fresh output topic (deleted after the run). */
-async function runEngineToKafka(topic: string, n: number, dir: string, w: WorkloadRows, exactlyOnce: boolean): Promise<Sample> {
+export async function runEngineToKafka(topic: string, n: number, dir: string, w: WorkloadRows, exactlyOnce: boolean, vars: Readonly<Record<string, string>> = {}): Promise<Sample> {
   const out = uid('ss-bench-out');
   await createTopic(out, PARTITIONS);
   try {
-    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}) }, { rows: w.rows, flushPoints: w.flushPoints, topic: out });
-    return sinkSample(n, r);
+    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}), ...vars }, { rows: w.rows, flushPoints: w.flushPoints, topic: out });
+    return sinkSample(n, r, streamCpuExtra(n, r.streamCpu));
   } finally {
     await deleteTopics([out]);
   }
@@ -460,15 +481,16 @@ async function runEngineToKafka(topic: string, n: number, dir: string, w: Worklo
  * Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored
  * row, and per row: the engine's CPU, its server backends' CPU and the WAL (bench/lib/pg-cost.ts).
  */
-export async function runEngineToPostgres(topic: string, n: number, dir: string, w: WorkloadRows): Promise<Sample> {
+export async function runEngineToPostgres(topic: string, n: number, dir: string, w: WorkloadRows, vars: Readonly<Record<string, string>> = {}): Promise<Sample> {
   const { schema, url } = await createPgSchema('ss_bench_e2e');
   try {
     const probe = await PgCostProbe.start(PG_URL, schema, { clientParent: process.pid });
-    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema) }, { rows: w.rows, flushPoints: w.flushPoints });
+    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema), ...vars }, { rows: w.rows, flushPoints: w.flushPoints });
     const cost = await probe.stop();
     const stored = await pgTableStats(schema, TABLES.statistics, [TABLES.windows, TABLES.series, TABLES.rollups]);
     if (stored.rows < w.rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${w.rows}`);
     return sinkSample(n, r, {
+      ...streamCpuExtra(n, r.streamCpu),
       storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows, ...pgCostPerRow(cost, stored.rows),
     });
   } finally {
@@ -645,7 +667,7 @@ export const kafkaE2eScenario: Scenario = {
             const r = await runEngine(topic, n, scratch.dir, {}, workload);
             threads = r.threads;
             rows = r.rows;
-            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r) } });
+            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r), ...streamCpuExtra(n, r.streamCpu) } });
           },
         },
         {

@@ -210,7 +210,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
 
 /**
  * LANE_STATE=worker runs what its owners support, and says which option stands in the way of the
- * rest: rows formatted as bytes in the owner (sinks that read only bytes, with one write per chunk),
+ * rest: rows formatted as bytes in the owner (sinks that read only bytes),
  * state (open series, their sketches, closed windows kept for amendment) counted in a shared budget.
  */
 function checkLaneState(c: Config, r: Reader): void {
@@ -218,7 +218,6 @@ function checkLaneState(c: Config, r: Reader): void {
   const refuse = (why: string): ConfigError => r.fail('LANE_STATE', 'worker', why);
   if (c.workerThreads < 1) throw refuse(`needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=${c.workerThreads}), or LANE_STATE=main`);
   if (c.sink.kind === 'postgres') throw refuse('needs SINK=stdout, file:PATH or kafka (rows are formatted as bytes in the workers; the PostgreSQL sink reads row objects), or LANE_STATE=main');
-  if (c.sink.kind === 'kafka' && c.sink.exactlyOnce) throw refuse('needs EXACTLY_ONCE=false (not yet with transactions), or LANE_STATE=main');
 }
 
 /**
