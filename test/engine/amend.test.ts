@@ -71,6 +71,8 @@ for (const [what, env, points, evicts] of [
   ['beyond AMEND_HORIZON_SECONDS: dead-lettered', { AMEND_HORIZON_SECONDS: '3600' }, arrival, false],
   // Kept windows evicted for the open series (MAX_STATE_MB): their late records dead-lettered ('state').
   ['kept windows evicted by MAX_STATE_MB', { AMEND_HORIZON_SECONDS: '10800', MAX_STATE_MB: '1', BATCH_SIZE: '400' }, wide, true],
+  // Kept windows with their sketches: an amendment merges into a copy of the emitted sketch.
+  ['with PERCENTILES', { AMEND_HORIZON_SECONDS: '10800', PERCENTILES: '50,99' }, arrival, false],
 ] as const) {
   t.test(`LANE_STATE=worker, amend, ${what}: the same row bytes, dead letters and late-record metrics as LANE_STATE=main`, async (t) => {
     const base = { ...ENV, LATE_RECORDS: 'amend', ...env };
@@ -78,6 +80,7 @@ for (const [what, env, points, evicts] of [
     const mainMetrics = await amendMetrics(main);
     t.ok(mainMetrics[0]! > 0 && mainMetrics[3]! > 0, `main mode amends (${mainMetrics.join(', ')})`);
     if (evicts) t.ok(mainMetrics[4]! > 0 && mainMetrics[2]! > 0, 'and evicts kept windows, whose late records are dead-lettered');
+    if ('PERCENTILES' in env) t.ok(main.rows.filter((r) => r.closed_by === 'amended').every((r) => r.sketch !== undefined && r.percentiles !== undefined), 'amended rows carry their amended sketches');
     for (const threads of ['1', '2']) {
       const worker = await runPipeline(t, { ...base, LANE_STATE: 'worker', WORKER_THREADS: threads }, files(points));
       t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same row bytes (revisions, closed_by, late_records)`);
