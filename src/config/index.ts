@@ -165,7 +165,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   }
   const late = parseLateRecords(r, sink);
   const percentiles = parsePercentiles(r);
-  const lanes = parseLaneState(r, { source: source.kind, workerThreads: r.get('WORKER_THREADS'), sink, percentiles, lateRecords: late.lateRecords });
+  const lanes = parseLaneState(r, { source: source.kind, workerThreads: r.get('WORKER_THREADS'), sink });
   const threads = parseThreads(r, cpus, lanes.laneState === 'worker');
   const config: Config = {
     source,
@@ -215,20 +215,16 @@ interface LaneOptions {
   readonly source: SourceSpec['kind'];
   readonly workerThreads: number | 'auto';
   readonly sink: SinkSpec;
-  readonly percentiles: readonly number[];
-  readonly lateRecords: 'dead-letter' | 'amend';
 }
 
 /**
  * Why the lanes cannot live in their owner workers with these options, naming the option in the way
- * (rows are formatted as bytes in the owner, for sinks that read only bytes; open series are counted
- * in a shared budget, without sketches or kept windows), or null.
+ * (rows are formatted as bytes in the owner, for sinks that read only bytes; state, sketches and
+ * windows kept for amendment included, is counted in a budget the owners share), or null.
  */
-export function laneStateRefusal(c: LaneOptions, raw: (name: OptionName) => string): string | null {
+export function laneStateRefusal(c: LaneOptions): string | null {
   if (c.workerThreads === 0) return 'needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=0)';
   if (c.sink.kind === 'postgres') return 'needs SINK=stdout, file:PATH or kafka (rows are formatted as bytes in the workers; the PostgreSQL sink reads row objects)';
-  if (c.percentiles.length > 0) return `needs PERCENTILES unset (sketches stay on the main thread; PERCENTILES=${raw('PERCENTILES')})`;
-  if (c.lateRecords === 'amend') return 'needs LATE_RECORDS=dead-letter (closed windows kept for amendment stay on the main thread)';
   return null;
 }
 
@@ -253,7 +249,7 @@ const AUTO_KEEPS_MAIN: Readonly<Partial<Record<SourceSpec['kind'], string>>> = {
  */
 function parseLaneState(r: Reader, c: LaneOptions): { laneState: 'main' | 'worker'; laneStateReason: string } {
   const asked = r.get('LANE_STATE');
-  const refusal = asked === 'main' ? null : laneStateRefusal(c, (n) => r.raw(n));
+  const refusal = asked === 'main' ? null : laneStateRefusal(c);
   if (asked === 'worker') {
     if (refusal !== null) throw r.fail('LANE_STATE', 'worker', `${refusal}, or LANE_STATE=main`);
     return { laneState: 'worker', laneStateReason: 'LANE_STATE=worker' };

@@ -310,7 +310,6 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ LATE_RECORDS: 'drop' }, 'LATE_RECORDS', 'drop', /one of auto, dead-letter, amend/],
     [{ LANE_STATE: 'elsewhere' }, 'LANE_STATE', 'elsewhere', /one of auto, main, worker/],
     [{ LANE_STATE: 'worker', WORKER_THREADS: '0' }, 'LANE_STATE', 'worker', /needs WORKER_THREADS >= 1/],
-    [{ LANE_STATE: 'worker', WORKER_THREADS: '1', PERCENTILES: '99' }, 'LANE_STATE', 'worker', /needs PERCENTILES unset/],
     [{ LATE_RECORDS: 'amend', AMEND_HORIZON_SECONDS: '0' }, 'AMEND_HORIZON_SECONDS', '0', NUM(1, 2592000)],
     // SOURCE=redis (src/sources/redis/config.ts)
     [{ REDIS_URL: 'http://h:1' }, 'REDIS_URL', 'http://h:1', /redis:\/\/ or rediss:\/\//],
