@@ -180,6 +180,7 @@ export class Pipeline {
           budget: budget.buffer,
           rows: { windowMs: config.windowSeconds * 1000, maxEntries: config.maxSeries },
           identityKeys: sink.readsIdentityKeys === true,
+          copyTuples: sink.readsCopyTuples === true,
         },
         workerMaxMemoryMb: config.workerMaxMemoryMb,
         taskTimeoutMs: config.taskTimeoutSeconds * 1000,

@@ -210,17 +210,19 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
 
 /**
  * LANE_STATE=worker runs what its owners support, and says which option stands in the way of the
- * rest: rows formatted as bytes in the owner (sinks that read only bytes, with one write per chunk),
+ * rest: rows formatted as bytes in the owner (sinks that read only bytes, or PostgreSQL's COPY tuples, with one write per chunk),
  * open series counted in a shared budget (no sketches, no kept windows).
  */
 function checkLaneState(c: Config, r: Reader): void {
   if (c.laneState !== 'worker') return;
   const refuse = (why: string): ConfigError => r.fail('LANE_STATE', 'worker', why);
   if (c.workerThreads < 1) throw refuse(`needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=${c.workerThreads}), or LANE_STATE=main`);
-  if (c.sink.kind === 'postgres') throw refuse('needs SINK=stdout, file:PATH or kafka (rows are formatted as bytes in the workers; the PostgreSQL sink reads row objects), or LANE_STATE=main');
   if (c.sink.kind === 'kafka' && c.sink.exactlyOnce) throw refuse('needs EXACTLY_ONCE=false (not yet with transactions), or LANE_STATE=main');
   if (c.percentiles.length > 0) throw refuse(`needs PERCENTILES unset (sketches stay on the main thread; PERCENTILES=${r.raw('PERCENTILES')}), or LANE_STATE=main`);
-  if (c.lateRecords === 'amend') throw refuse('needs LATE_RECORDS=dead-letter (closed windows kept for amendment stay on the main thread), or LANE_STATE=main');
+  if (c.lateRecords === 'amend') {
+    const auto = r.raw('LATE_RECORDS') === 'auto' ? ` (LATE_RECORDS=auto is amend with SINK=${c.sink.kind})` : '';
+    throw refuse(`needs LATE_RECORDS=dead-letter${auto} (closed windows kept for amendment stay on the main thread), or LANE_STATE=main`);
+  }
 }
 
 /**

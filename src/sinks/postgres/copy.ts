@@ -18,7 +18,7 @@ class CopyIn {
 
   constructor(
     readonly text: string,
-    readonly data: Buffer,
+    readonly data: Buffer | readonly Buffer[],
     private readonly done: (err: Error | null, rows: number) => void,
   ) {}
 
@@ -27,7 +27,8 @@ class CopyIn {
   }
 
   handleCopyInResponse(connection: Connection): void {
-    if (this.data.length > 0) connection.sendCopyFromChunk(this.data);
+    // Parts (a header, runs of tuples from several chunks, a trailer) as one CopyData message each.
+    for (const part of Array.isArray(this.data) ? this.data : [this.data]) if (part.length > 0) connection.sendCopyFromChunk(part);
     connection.endCopyFrom();
   }
 
@@ -53,8 +54,8 @@ class CopyIn {
   handleCopyData(): void {}
 }
 
-/** Runs `COPY <table> (<columns>) FROM STDIN` with `data` in text format; resolves with the rows copied. */
-export function copyFrom(client: pg.ClientBase, text: string, data: Buffer): Promise<number> {
+/** Runs `COPY <table> (<columns>) FROM STDIN` with `data` (in parts: one after the other); resolves with the rows copied. */
+export function copyFrom(client: pg.ClientBase, text: string, data: Buffer | readonly Buffer[]): Promise<number> {
   return new Promise((resolve, reject) => {
     const q = new CopyIn(text, data, (err, rows) => (err === null ? resolve(rows) : reject(err)));
     (client as unknown as { query(q: CopyIn): unknown }).query(q);
