@@ -9,7 +9,8 @@ import { groupbyObject, parseSeriesKey } from '../../core/series.js';
 import { stddevOf } from '../../core/stats.js';
 import type { CopyTuples } from '../../core/messages.js';
 import { CLOSED_BY, STAT, type ClosedCells } from '../../windows/cells.js';
-import { BinaryCopyWriter, PG_EPOCH_MS } from './encode.js';
+import { RowFormatter } from '../../windows/row.js';
+import { BinaryCopyWriter, isoMs, PG_EPOCH_MS } from './encode.js';
 import { groupbyKey, newRef, textProblem } from './identity.js';
 
 /** What the worker keeps of a series: its id and the bytes of its name, groupby and unit. */
@@ -27,6 +28,8 @@ const START_AT = 26;
 /** Makes a worker's chunks of closed cells into COPY tuples; one per owner, its series cache bounded. */
 export class CopyTupleWriter {
   readonly #series = new Map<string, TupleSeries>();
+  /** The row formatter's text of an event time outside 0000..9999 (made only for such a time). */
+  #text: RowFormatter | null = null;
 
   constructor(
     private readonly windowMs: number,
@@ -66,7 +69,7 @@ export class CopyTupleWriter {
     const sent: number[] = [];
     for (let i = 0; i < n; i++) {
       const ser = this.#of(c.keys[i]!);
-      const problem = ser.problem ?? topicProblem ?? cellProblem(c, i) ?? lastProblem;
+      const problem = ser.problem ?? topicProblem ?? this.#cellProblem(c, i) ?? lastProblem;
       if (problem !== null) {
         refused.push({ index: i, detail: `postgres: not sent: ${problem}` });
         continue;
@@ -114,8 +117,8 @@ export class CopyTupleWriter {
       w.row(q === null ? 15 : 18);
       w.uuid(ser.id);
       w.timestamp(c.starts[i]!);
-      w.timestamp(Math.floor(s[o + STAT.TS_MIN]!));
-      w.timestamp(Math.floor(s[o + STAT.TS_MAX]!));
+      w.timestamp(this.#eventMs(s[o + STAT.TS_MIN]!).ms);
+      w.timestamp(this.#eventMs(s[o + STAT.TS_MAX]!).ms);
       w.int8(count);
       w.float8(s[o + STAT.SUM]!);
       w.float8(s[o + STAT.MIN]!);
@@ -141,25 +144,43 @@ export class CopyTupleWriter {
     }
     return { data: w.take(), ends, rows, meta, metaEnds, refused, quality: q !== null, amends };
   }
+
+  /**
+   * An event time as a row object carries it (RowFormatter.isoMs, whole ms) and as the sink reads it
+   * back (isoMs): the time itself from 0000 to 9999, else what the formatter's text of it parses to
+   * (NaN for the text it writes there), with that text for the refusal's detail.
+   */
+  #eventMs(t: number): { ms: number; text: string | null } {
+    const ms = Math.floor(t);
+    if (ms >= 0 && ms <= ISO_FIXED_MAX_MS) return { ms, text: null };
+    this.#text ??= new RowFormatter(this.windowMs, 1);
+    const text = this.#text.isoMs(t);
+    return { ms: isoMs(text), text };
+  }
+
+  /** binaryProblem's checks of what differs from row to row, on the cell's numbers. */
+  #cellProblem(c: ClosedCells, i: number): string | null {
+    const o = i * STAT.STRIDE;
+    const s = c.stats;
+    const ws = c.starts[i]!;
+    if (!Number.isFinite(isoMs(new Date(ws).toISOString()))) return `period_start ${JSON.stringify(new Date(ws).toISOString().slice(0, 40))} is not an ISO 8601 timestamp`;
+    for (const [what, t] of [['duration_start', s[o + STAT.TS_MIN]!], ['duration_end', s[o + STAT.TS_MAX]!]] as const) {
+      const { ms, text } = this.#eventMs(t);
+      if (!Number.isFinite(ms)) return `${what} ${JSON.stringify(String(text).slice(0, 40))} is not an ISO 8601 timestamp`;
+    }
+    const count = s[o + STAT.COUNT]!;
+    if (!Number.isSafeInteger(count) || count < 0) return `count ${count} is not a whole number of points`;
+    const q = c.quality;
+    if (q !== null) {
+      const r = q.revision[i]!;
+      if (!Number.isSafeInteger(r) || r < 0) return `revision ${r} is not a whole number`;
+    }
+    return null;
+  }
 }
 
-/** binaryProblem's checks of what differs from row to row, on the cell's numbers. */
-function cellProblem(c: ClosedCells, i: number): string | null {
-  const o = i * STAT.STRIDE;
-  const s = c.stats;
-  const times = [['period_start', c.starts[i]!], ['duration_start', Math.floor(s[o + STAT.TS_MIN]!)], ['duration_end', Math.floor(s[o + STAT.TS_MAX]!)]] as const;
-  for (const [what, ms] of times) {
-    if (!(Number.isFinite(ms) && Math.abs(ms) <= 8.64e15)) return `${what} ${JSON.stringify(String(ms).slice(0, 40))} is not an ISO 8601 timestamp`;
-  }
-  const count = s[o + STAT.COUNT]!;
-  if (!Number.isSafeInteger(count) || count < 0) return `count ${count} is not a whole number of points`;
-  const q = c.quality;
-  if (q !== null) {
-    const r = q.revision[i]!;
-    if (!Number.isSafeInteger(r) || r < 0) return `revision ${r} is not a whole number`;
-  }
-  return null;
-}
+/** Last ms of year 9999: up to here the row formatter writes an event time as toISOString() does. */
+const ISO_FIXED_MAX_MS = 253402300799999;
 
 /** Tuple `at`'s series id as 32 hex digits (what SeriesRef.id holds). */
 export function tupleSeriesId(data: Buffer, at: number): string {
