@@ -1,9 +1,18 @@
 // SINK=postgres with LANE_STATE=worker against LANE_STATE=main on the same input: the owners hand the
 // sink COPY tuples instead of row objects, and what is stored (windows, series, rollups, positions)
-// and what is dead-lettered must not depend on it. Real workers, real PostgreSQL.
+// and what is dead-lettered must not depend on it, nor does an owner that dies and has its lane
+// rebuilt by replay double a row. Real workers, real PostgreSQL, the real broker (KAFKA_BROKERS).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
 import t from 'tap';
 import { runPipeline, type RunResult } from '../fixtures/harness.js';
+import { brokers, createTopic, keyed, produce, startEngine, uid, waitFor, workloadPoints, type Engine } from '../fixtures/kafka.js';
+import { produceTo } from '../fixtures/topics.js';
 import { storedTables, testSchema } from '../fixtures/pg.js';
+
+const EXITING_LANE_WORKER = fileURLToPath(new URL('../fixtures/exiting-lane-worker.js', import.meta.url));
 
 const letters = (r: RunResult) => r.deadLetters.map((d) => ({ reason: d.reason, value: d.value, detail: d.detail }));
 const counts = (r: RunResult) => ({ records: r.summary.records, ok: r.summary.ok, rejected: r.summary.rejected, rows: r.summary.rows });
@@ -41,4 +50,75 @@ t.test('a file job with rejects, late records, text PostgreSQL cannot store and 
     t.same(letters(worker.r), letters(main.r), `WORKER_THREADS=${threads}: the same dead letters, in order`);
     t.same(counts(worker.r), counts(main.r), `WORKER_THREADS=${threads}: the same counts`);
   }
+});
+
+const caughtUp = (e: Engine, n: number) => () =>
+  e.metric('streamstats_records_total', { result: 'ok' }) >= n && e.metric('streamstats_open_series') === 0 && e.sum('streamstats_consumer_lag_messages') === 0;
+
+/** The stored positions of a topic, partition -> next offset. */
+async function positions(pool: pg.Pool, topic: string): Promise<Array<[number, number]>> {
+  const { rows } = await pool.query<{ partition: number; next_offset: string }>('SELECT partition, next_offset FROM streamstats_positions WHERE topic = $1 ORDER BY partition', [topic]);
+  return rows.map((r) => [r.partition, Number(r.next_offset)]);
+}
+
+t.test('Kafka, 4 partitions: LANE_STATE=worker with 2 owners stores the same tables and positions as LANE_STATE=main', async (t) => {
+  const w = { count: 24_000, metrics: 60, hosts: 4 };
+  const topic = await createTopic(t, 4);
+  await produce(topic, keyed(workloadPoints(w)));
+  const out: Record<string, { tables: Record<string, string[]>; positions: Array<[number, number]> }> = {};
+  for (const [mode, threads] of [['main', '1'], ['worker', '2']] as const) {
+    const s = await testSchema(t);
+    const e = startEngine(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid(`g-${mode}`), BATCH_SIZE: '500', SINK: s.url, LATE_RECORDS: 'dead-letter', LANE_STATE: mode, WORKER_THREADS: threads });
+    await waitFor([e], caughtUp(e, w.count), `${mode}: all records applied, all windows closed`);
+    await e.stop();
+    t.equal(e.deadLetters().length, 0, `${mode}: no dead letters`);
+    out[mode] = { tables: await storedTables(s.pool), positions: await positions(s.pool, topic) };
+  }
+  t.ok(out['main']!.tables.windows!.length > 1000, `${out['main']!.tables.windows!.length} windows`);
+  t.same(out['worker']!.tables, out['main']!.tables, 'the same windows, series and rollups');
+  t.same(out['worker']!.positions, out['main']!.positions, 'the same positions');
+});
+
+t.test('an owner that dies once mid-stream with SINK=postgres: its lane is rebuilt by replay, and the tables equal an undisturbed run', async (t) => {
+  const topic = await createTopic(t, 2);
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  const point = (name: string, i: number) => JSON.stringify({ metric: { name, dimensions: { hostname: 'h' }, timestamp: t0 + i * 1000, value: i % 97 }, meta: { tenantId: 't', region: 'r' } });
+  const msgs: Array<{ partition: number; value: string }> = [];
+  for (let i = 0; i < 600; i++) {
+    msgs.push({ partition: 0, value: point('a', i) });
+    msgs.push({ partition: 1, value: point('b', i) });
+    // Mid-stream, after windows of partition 0 were closed and stored (windows of 60 s).
+    if (i === 300) msgs.push({ partition: 0, value: '"exit"' });
+  }
+  // Points an hour on: every window of the run closes, and the hours before roll up.
+  msgs.push({ partition: 0, value: point('a', 3600) }, { partition: 1, value: point('b', 3600) });
+  await produceTo(brokers(), topic, msgs);
+  const marker = join(t.testdir(), 'died');
+  process.env['STREAMSTATS_TEST_EXIT_ONCE'] = marker;
+  t.teardown(() => {
+    delete process.env['STREAMSTATS_TEST_EXIT_ONCE'];
+  });
+  const env = { KAFKA_TOPICS: topic, BATCH_SIZE: '25', COMMIT_INTERVAL_SECONDS: '0.2', WORKER_THREADS: '2', LATE_RECORDS: 'dead-letter' };
+  const total = msgs.length - 1;
+  const settled = (x: Engine) => () => x.sum('streamstats_consumer_lag_messages') === 0 && x.metric('streamstats_open_series') === 0 && x.metric('streamstats_records_total', { result: 'ok' }) >= total;
+  const lost = await testSchema(t);
+  const e = startEngine(t, { ...env, SINK: lost.url, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
+  await waitFor([e], () => e.metric('streamstats_lane_rebuilds_total') >= 1 && settled(e)(), 'the lost lane was rebuilt and both partitions caught up');
+  t.ok(existsSync(marker), 'the owner did die');
+  t.equal(e.metric('streamstats_lane_rebuilds_total'), 1, 'one lane rebuilt');
+  // Rows stored before the owner died are not written again: the replay starts from their commit point.
+  const windowsWritten = e.metric('streamstats_windows_emitted_total');
+  await e.stop();
+  await t.resolves(e.done, 'the run ends cleanly');
+  const undisturbed = await testSchema(t);
+  const reference = startEngine(t, { ...env, SINK: undisturbed.url, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
+  await waitFor([reference], settled(reference), 'the reference caught up');
+  await reference.stop();
+  const got = await storedTables(lost.pool);
+  const expected = await storedTables(undisturbed.pool);
+  t.ok(expected.windows!.length >= 16, `${expected.windows!.length} windows in the undisturbed run`);
+  t.same(got, expected, 'the same windows, series and rollups as an undisturbed run');
+  t.equal(windowsWritten, reference.metric('streamstats_windows_emitted_total'), 'no window written twice (the replay wrote only what the lost owner had not)');
+  t.same(await positions(lost.pool, topic), await positions(undisturbed.pool, topic), 'the same positions');
+  t.same(e.deadLetters().map((d) => d.reason), reference.deadLetters().map((d) => d.reason), 'the same dead letters (the "exit" message once)');
 });
