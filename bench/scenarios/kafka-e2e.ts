@@ -247,8 +247,8 @@ export interface EngineProcess {
   readonly port: Promise<number>;
   scrape(): Promise<Metrics>;
   ready(): Promise<boolean>;
-  /** SIGTERM and wait: exit code, the peak RSS and the CPU seconds of all threads from the preloads, the stderr tail. */
-  stop(): Promise<{ code: number | null; maxRssBytes: number; cpuSeconds: number; stderrTail: string }>;
+  /** SIGTERM and wait: exit code, the peak RSS and the CPU seconds of all threads (and of the main thread) from the preloads, the stderr tail. */
+  stop(): Promise<{ code: number | null; maxRssBytes: number; cpuSeconds: number; mainCpuSeconds: number; stderrTail: string }>;
 }
 
 export function startEngine(vars: Readonly<Record<string, string>>, dir: string): EngineProcess {
@@ -268,11 +268,16 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
   const spawnedAt = performance.now();
   let maxRssBytes = NaN;
   let cpuSeconds = NaN;
+  let mainCpuSeconds = NaN;
   const { child, port: listening, stderr, closed } = spawnCli(env, {
     nodeArgs: ['--import', PATHS.preload, '--import', THREAD_CPU_PRELOAD],
     onLine: (line) => {
       if (line.startsWith('{"bench":"maxrss"')) maxRssBytes = (JSON.parse(line) as { maxRssBytes: number }).maxRssBytes;
-      if (line.startsWith('{"bench":"threads"')) cpuSeconds = Object.values((JSON.parse(line) as { threads: Record<string, number> }).threads).reduce((a, b) => a + b, 0);
+      if (line.startsWith('{"bench":"threads"')) {
+        const threads = (JSON.parse(line) as { threads: Record<string, number> }).threads;
+        cpuSeconds = Object.values(threads).reduce((a, b) => a + b, 0);
+        mainCpuSeconds = threads['MAIN'] ?? NaN;
+      }
     },
   });
   const tail = () => stderr().slice(-4000);
@@ -288,7 +293,7 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     stop: async () => {
       child.kill('SIGTERM');
       const code = await closed;
-      return { code, maxRssBytes, cpuSeconds, stderrTail: tail() };
+      return { code, maxRssBytes, cpuSeconds, mainCpuSeconds, stderrTail: tail() };
     },
   };
 }
@@ -375,7 +380,7 @@ export async function runEngine(
   dir: string,
   vars: Readonly<Record<string, string>>,
   output: EngineOutput,
-): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number }> {
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; mainCpuSeconds: number }> {
   const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
   const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
@@ -422,6 +427,7 @@ export async function runEngine(
       firstToRows: (rowsAt - first) / 1000,
       outputEnd: end?.value ?? rows,
       cpuSeconds: s.cpuSeconds,
+      mainCpuSeconds: s.mainCpuSeconds,
     };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
