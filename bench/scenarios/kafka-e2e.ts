@@ -380,7 +380,7 @@ export async function runEngine(
   dir: string,
   vars: Readonly<Record<string, string>>,
   output: EngineOutput,
-): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; mainCpuSeconds: number }> {
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; mainCpuSeconds: number; mainCpuFirstToRowsSeconds: number }> {
   const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
   const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
@@ -391,12 +391,17 @@ export async function runEngine(
     let last = NaN;
     let rowsAt = NaN;
     let threads = NaN;
+    let mainAtFirst = NaN;
+    let mainAtRows = NaN;
     const deadline = performance.now() + 900_000;
     for (;;) {
       const ms = await e.scrape();
       const now = performance.now();
       if (metricSum(ms, 'streamstats_records_total') >= n + output.flushPoints) accountFor(ms, n, output.flushPoints, vars);
-      if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) first = now;
+      if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) {
+        first = now;
+        mainAtFirst = mainThreadCpu(e.child.pid);
+      }
       if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n + output.flushPoints) {
         last = now;
         threads = metricSum(ms, 'streamstats_pool_threads');
@@ -406,6 +411,7 @@ export async function runEngine(
           await end.sample();
           if (end.settled(output.rows, SETTLE_MS)) rowsAt = end.since;
         } else if (metricSum(ms, 'streamstats_windows_emitted_total') >= output.rows) rowsAt = now;
+        if (!Number.isNaN(rowsAt)) mainAtRows = mainThreadCpu(e.child.pid);
       }
       if (!Number.isNaN(last) && !Number.isNaN(rowsAt)) break;
       if (now > deadline) throw new Error(`streamstats did not apply ${n} records and write ${output.rows} rows within 900 s (${JSON.stringify(vars)})`);
@@ -428,10 +434,22 @@ export async function runEngine(
       outputEnd: end?.value ?? rows,
       cpuSeconds: s.cpuSeconds,
       mainCpuSeconds: s.mainCpuSeconds,
+      mainCpuFirstToRowsSeconds: mainAtRows - mainAtFirst,
     };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
     await admin?.disconnect().catch(() => {});
+  }
+}
+
+/** CPU seconds (user + system) of a process's main thread so far, from /proc (NaN elsewhere). */
+function mainThreadCpu(pid: number | undefined): number {
+  try {
+    const st = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
   }
 }
 

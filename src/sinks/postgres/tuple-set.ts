@@ -13,29 +13,48 @@ import { FORMAT_OPTION, insertFreshSeries, KEY, STAGING, updateFor, upsertUnnest
 const PERIOD_AT = 130;
 
 export class TupleSet implements WriteSet {
-  readonly #data: Buffer[] = [];
-  readonly #from: number[] = [];
-  readonly #to: number[] = [];
-  readonly #series: SeriesRef[] = [];
-  readonly #starts: number[] = [];
-  readonly #batches: number[] = [];
-  readonly #indexes: number[] = [];
+  /** The chunks' tuple bytes; tuple i is chunks[chunk[i]] from..to. */
+  readonly #chunks: Buffer[] = [];
+  readonly #chunk: Int32Array;
+  readonly #from: Int32Array;
+  readonly #to: Int32Array;
+  readonly #series: SeriesRef[];
+  readonly #starts: Float64Array;
+  readonly #batches: Int32Array;
+  readonly #indexes: Int32Array;
+  #length = 0;
   amends = false;
 
-  constructor(readonly quality: boolean) {}
-
-  get length(): number {
-    return this.#data.length;
+  /** `capacity`: the tuples it will hold at most (one typed array each, no growing per tuple). */
+  constructor(readonly quality: boolean, capacity: number) {
+    this.#chunk = new Int32Array(capacity);
+    this.#from = new Int32Array(capacity);
+    this.#to = new Int32Array(capacity);
+    this.#series = new Array<SeriesRef>(capacity);
+    this.#starts = new Float64Array(capacity);
+    this.#batches = new Int32Array(capacity);
+    this.#indexes = new Int32Array(capacity);
   }
 
-  push(data: Buffer, from: number, to: number, series: SeriesRef, startMs: number, batch: number, index: number): void {
-    this.#data.push(data);
-    this.#from.push(from);
-    this.#to.push(to);
-    this.#series.push(series);
-    this.#starts.push(startMs);
-    this.#batches.push(batch);
-    this.#indexes.push(index);
+  get length(): number {
+    return this.#length;
+  }
+
+  /** A chunk's tuple bytes, for the tuples pushed after it. */
+  addChunk(data: Buffer): void {
+    this.#chunks.push(data);
+  }
+
+  /** A tuple of the last chunk added. */
+  push(from: number, to: number, series: SeriesRef, startMs: number, batch: number, index: number): void {
+    const i = this.#length++;
+    this.#chunk[i] = this.#chunks.length - 1;
+    this.#from[i] = from;
+    this.#to[i] = to;
+    this.#series[i] = series;
+    this.#starts[i] = startMs;
+    this.#batches[i] = batch;
+    this.#indexes[i] = index;
   }
 
   series(i: number): SeriesRef {
@@ -47,7 +66,7 @@ export class TupleSet implements WriteSet {
   }
 
   period(i: number): number {
-    return this.#data[i]!.readInt32BE(this.#from[i]! + PERIOD_AT);
+    return this.#data(i).readInt32BE(this.#from[i]! + PERIOD_AT);
   }
 
   batchOf(i: number): number {
@@ -58,42 +77,59 @@ export class TupleSet implements WriteSet {
     return this.#indexes[i]!;
   }
 
+  #data(i: number): Buffer {
+    return this.#chunks[this.#chunk[i]!]!;
+  }
+
   /** The set without the tuples at these positions. */
   without(drop: ReadonlySet<number>): TupleSet {
-    const out = new TupleSet(this.quality);
+    const out = new TupleSet(this.quality, this.#length - drop.size);
     out.amends = this.amends;
-    for (let i = 0; i < this.length; i++) if (!drop.has(i)) out.#copy(this, i);
+    out.#chunks.push(...this.#chunks);
+    for (let i = 0; i < this.#length; i++) if (!drop.has(i)) out.#copy(this, i);
     return out;
   }
 
   slice(lo: number, hi: number): TupleSet {
-    const out = new TupleSet(this.quality);
+    const out = new TupleSet(this.quality, hi - lo);
     out.amends = this.amends;
+    out.#chunks.push(...this.#chunks);
     for (let i = lo; i < hi; i++) out.#copy(this, i);
     return out;
   }
 
+  /** Tuple i of `from` (whose chunks this set shares) as this set's next. */
   #copy(from: TupleSet, i: number): void {
-    this.push(from.#data[i]!, from.#from[i]!, from.#to[i]!, from.#series[i]!, from.#starts[i]!, from.#batches[i]!, from.#indexes[i]!);
+    const j = this.#length++;
+    this.#chunk[j] = from.#chunk[i]!;
+    this.#from[j] = from.#from[i]!;
+    this.#to[j] = from.#to[i]!;
+    this.#series[j] = from.#series[i]!;
+    this.#starts[j] = from.#starts[i]!;
+    this.#batches[j] = from.#batches[i]!;
+    this.#indexes[j] = from.#indexes[i]!;
   }
 
   /** The COPY data: header, each run of adjacent tuples of one chunk as one part, trailer. */
   #parts(): Buffer[] {
     const parts: Buffer[] = [COPY_HEADER];
     let run = -1;
-    for (let i = 0; i < this.length; i++) {
-      if (run >= 0 && this.#data[i] === this.#data[run] && this.#from[i] === this.#to[i - 1]) continue;
-      if (run >= 0) parts.push(this.#data[run]!.subarray(this.#from[run], this.#to[i - 1]));
+    for (let i = 0; i < this.#length; i++) {
+      if (run >= 0 && this.#chunk[i] === this.#chunk[run] && this.#from[i] === this.#to[i - 1]) continue;
+      if (run >= 0) parts.push(this.#data(run).subarray(this.#from[run], this.#to[i - 1]));
       run = i;
     }
-    if (run >= 0) parts.push(this.#data[run]!.subarray(this.#from[run], this.#to[this.length - 1]));
+    if (run >= 0) parts.push(this.#data(run).subarray(this.#from[run], this.#to[this.#length - 1]));
     parts.push(COPY_TRAILER);
     return parts;
   }
 
   insertSeries(client: pg.ClientBase): Promise<void> {
     const fresh = new Map<string, SeriesRef>();
-    for (const s of this.#series) if (!s.stored) fresh.set(s.id, s);
+    for (let i = 0; i < this.#length; i++) {
+      const s = this.#series[i]!;
+      if (!s.stored) fresh.set(s.id, s);
+    }
     return insertFreshSeries(client, fresh);
   }
 
@@ -110,7 +146,7 @@ ON CONFLICT (${KEY}) ${updateFor(this.quality)}`);
 
   upsertUnnest(client: pg.ClientBase): Promise<void> {
     const rows: unknown[][] = [];
-    for (let i = 0; i < this.length; i++) rows.push(tupleValues(this.#data[i]!, this.#from[i]!));
+    for (let i = 0; i < this.#length; i++) rows.push(tupleValues(this.#data(i), this.#from[i]!));
     return upsertUnnestValues(client, this.quality, rows);
   }
 }

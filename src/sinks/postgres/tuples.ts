@@ -182,6 +182,11 @@ export class CopyTupleWriter {
 /** Last ms of year 9999: up to here the row formatter writes an event time as toISOString() does. */
 const ISO_FIXED_MAX_MS = 253402300799999;
 
+/** Tuple `at`'s series id as a 16-character key (its bytes as latin1: half the string of the hex, no encoding). */
+export function tupleSeriesKey(data: Buffer, at: number): string {
+  return data.toString('latin1', at + SERIES_AT, at + SERIES_AT + 16);
+}
+
 /** Tuple `at`'s series id as 32 hex digits (what SeriesRef.id holds). */
 export function tupleSeriesId(data: Buffer, at: number): string {
   return data.toString('hex', at + SERIES_AT, at + SERIES_AT + 16);
