@@ -9,6 +9,8 @@ interface Connection {
   query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
+  /** The socket its messages go to (sendCopyFromChunk writes one CopyData message there). */
+  readonly stream?: { readonly writable: boolean; write(b: Uint8Array): boolean };
 }
 
 class CopyIn {
@@ -27,8 +29,27 @@ class CopyIn {
   }
 
   handleCopyInResponse(connection: Connection): void {
-    // Parts (a header, runs of tuples from several chunks, a trailer) as one CopyData message each.
-    for (const part of Array.isArray(this.data) ? this.data : [this.data]) if (part.length > 0) connection.sendCopyFromChunk(part);
+    const data = this.data;
+    if (Buffer.isBuffer(data)) {
+      if (data.length > 0) connection.sendCopyFromChunk(data);
+    } else {
+      // Parts (a header, runs of tuples as a worker made them, a trailer) as one CopyData message:
+      // its 5-byte head, then each part written to the socket as it is. sendCopyFromChunk would copy
+      // every part into a message buffer of its own, which the main thread allocates and collects.
+      const parts = data;
+      const stream = connection.stream;
+      let bytes = 0;
+      for (const p of parts) bytes += p.length;
+      if (stream === undefined || bytes === 0) {
+        for (const p of parts) if (p.length > 0) connection.sendCopyFromChunk(p);
+      } else if (stream.writable) {
+        const head = Buffer.allocUnsafe(5);
+        head[0] = 0x64; // 'd': CopyData
+        head.writeInt32BE(bytes + 4, 1);
+        stream.write(head);
+        for (const p of parts) if (p.length > 0) stream.write(p);
+      }
+    }
     connection.endCopyFrom();
   }
 
