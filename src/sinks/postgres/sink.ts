@@ -215,7 +215,12 @@ export class PostgresSink implements Sink, PositionStore {
     }
     const refusedNow = new Set(refused.map((r) => r.at));
     const want = new Map<SeriesRef, number>();
-    for (let i = 0; i < rows.length; i++) if (!refusedNow.has(i)) wantRoll(want, rows.series(i), rows.startMs(i), rows.period(i));
+    for (let i = 0; i < rows.length; i++) {
+      if (refusedNow.size > 0 && refusedNow.has(i)) continue;
+      const series = rows.series(i);
+      series.stored = true;
+      wantRoll(want, series, rows.startMs(i), rows.period(i));
+    }
     // The rows are stored: rolling up is a cache of them, and its failure (logged) fails nothing.
     try {
       for (const [ref, ms] of await rollUp(client, want, this.#logger)) ref.rolledMs = ms;
@@ -227,7 +232,6 @@ export class PostgresSink implements Sink, PositionStore {
       // A client whose write failed is discarded, not pooled: its session state is not known.
       client.release(broken);
     }
-    for (let i = 0; i < rows.length; i++) if (!refusedNow.has(i)) rows.series(i).stored = true;
     for (const r of refused) rejected[rows.batchOf(r.at)]!.push({ index: rows.indexOf(r.at), detail: r.detail });
     return rejected.map((list) => (list.length === 0 ? WRITTEN_ALL : { rejected: list.sort((a, b) => a.index - b.index) }));
   }
