@@ -11,6 +11,7 @@ import { refreshTuningTable, writeBenchmarksDoc } from './lib/report.js';
 import { ceilometerScenario } from './scenarios/ceilometer.js';
 import { decodeScenario } from './scenarios/decode.js';
 import { kafkaE2eScenario } from './scenarios/kafka-e2e.js';
+import { lanesScenario } from './scenarios/lanes.js';
 import { lateDataScenario } from './scenarios/late-data.js';
 import { memoryScenario } from './scenarios/memory.js';
 import { pgSinkScenario } from './scenarios/pg-sink.js';
@@ -36,6 +37,7 @@ const SCENARIOS: readonly Scenario[] = [
   memoryScenario,
   redisXapiScenario,
   lateDataScenario,
+  lanesScenario,
 ];
 /** Short names accepted by --only, besides the ids. */
 const ALIASES: Readonly<Record<string, string>> = {

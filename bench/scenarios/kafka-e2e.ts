@@ -34,6 +34,7 @@ import { buildPeer, internalTopics, startPeer, type PeerGuarantee } from '../lib
 import { alternate, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
 import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd } from '../lib/outputs.js';
 import { PgCostProbe, pgCostPerRow, withAppName } from '../lib/pg-cost.js';
+import { threadCpu, threadCpuBetween, type ThreadCpu } from '../lib/proc-threads.js';
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
@@ -247,8 +248,8 @@ export interface EngineProcess {
   readonly port: Promise<number>;
   scrape(): Promise<Metrics>;
   ready(): Promise<boolean>;
-  /** SIGTERM and wait: exit code, the peak RSS and the CPU seconds of all threads (and of the main thread) from the preloads, the stderr tail. */
-  stop(): Promise<{ code: number | null; maxRssBytes: number; cpuSeconds: number; mainCpuSeconds: number; stderrTail: string }>;
+  /** SIGTERM and wait: exit code, the peak RSS and the CPU seconds of all threads from the preloads, the stderr tail. */
+  stop(): Promise<{ code: number | null; maxRssBytes: number; cpuSeconds: number; stderrTail: string }>;
 }
 
 export function startEngine(vars: Readonly<Record<string, string>>, dir: string): EngineProcess {
@@ -268,16 +269,11 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
   const spawnedAt = performance.now();
   let maxRssBytes = NaN;
   let cpuSeconds = NaN;
-  let mainCpuSeconds = NaN;
   const { child, port: listening, stderr, closed } = spawnCli(env, {
     nodeArgs: ['--import', PATHS.preload, '--import', THREAD_CPU_PRELOAD],
     onLine: (line) => {
       if (line.startsWith('{"bench":"maxrss"')) maxRssBytes = (JSON.parse(line) as { maxRssBytes: number }).maxRssBytes;
-      if (line.startsWith('{"bench":"threads"')) {
-        const threads = (JSON.parse(line) as { threads: Record<string, number> }).threads;
-        cpuSeconds = Object.values(threads).reduce((a, b) => a + b, 0);
-        mainCpuSeconds = threads['MAIN'] ?? NaN;
-      }
+      if (line.startsWith('{"bench":"threads"')) cpuSeconds = Object.values((JSON.parse(line) as { threads: Record<string, number> }).threads).reduce((a, b) => a + b, 0);
     },
   });
   const tail = () => stderr().slice(-4000);
@@ -293,7 +289,7 @@ export function startEngine(vars: Readonly<Record<string, string>>, dir: string)
     stop: async () => {
       child.kill('SIGTERM');
       const code = await closed;
-      return { code, maxRssBytes, cpuSeconds, mainCpuSeconds, stderrTail: tail() };
+      return { code, maxRssBytes, cpuSeconds, stderrTail: tail() };
     },
   };
 }
@@ -380,7 +376,7 @@ export async function runEngine(
   dir: string,
   vars: Readonly<Record<string, string>>,
   output: EngineOutput,
-): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; mainCpuSeconds: number; mainCpuFirstToRowsSeconds: number }> {
+): Promise<E2eRun & { threads: number; rows: number; startToRows: number; firstToRows: number; outputEnd: number; cpuSeconds: number; streamCpu: ThreadCpu }> {
   const e = startEngine({ KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('ss-bench-g'), SINK: 'file:/dev/null', ...vars }, dir);
   const admin = output.topic === undefined ? null : kafkaAdmin();
   try {
@@ -391,8 +387,8 @@ export async function runEngine(
     let last = NaN;
     let rowsAt = NaN;
     let threads = NaN;
-    let mainAtFirst = NaN;
-    let mainAtRows = NaN;
+    // Each kind of thread's CPU from the first message to the last row out (proc-threads.ts).
+    let cpuAtFirst: ThreadCpu = {};
     const deadline = performance.now() + 900_000;
     for (;;) {
       const ms = await e.scrape();
@@ -400,7 +396,7 @@ export async function runEngine(
       if (metricSum(ms, 'streamstats_records_total') >= n + output.flushPoints) accountFor(ms, n, output.flushPoints, vars);
       if (Number.isNaN(first) && metricSum(ms, 'streamstats_messages_total') > 0) {
         first = now;
-        mainAtFirst = mainThreadCpu(e.child.pid);
+        cpuAtFirst = threadCpu(e.child.pid);
       }
       if (Number.isNaN(last) && metricSum(ms, 'streamstats_records_total', { result: 'ok' }) >= n + output.flushPoints) {
         last = now;
@@ -411,13 +407,13 @@ export async function runEngine(
           await end.sample();
           if (end.settled(output.rows, SETTLE_MS)) rowsAt = end.since;
         } else if (metricSum(ms, 'streamstats_windows_emitted_total') >= output.rows) rowsAt = now;
-        if (!Number.isNaN(rowsAt)) mainAtRows = mainThreadCpu(e.child.pid);
       }
       if (!Number.isNaN(last) && !Number.isNaN(rowsAt)) break;
       if (now > deadline) throw new Error(`streamstats did not apply ${n} records and write ${output.rows} rows within 900 s (${JSON.stringify(vars)})`);
       if (e.child.exitCode !== null) throw new Error('streamstats exited before applying every record');
       await sleep(POLL_MS);
     }
+    const streamCpu = threadCpuBetween(cpuAtFirst, threadCpu(e.child.pid));
     const final = await e.scrape();
     const rows = metricSum(final, 'streamstats_windows_emitted_total');
     accountFor(final, n, output.flushPoints, vars);
@@ -433,8 +429,7 @@ export async function runEngine(
       firstToRows: (rowsAt - first) / 1000,
       outputEnd: end?.value ?? rows,
       cpuSeconds: s.cpuSeconds,
-      mainCpuSeconds: s.mainCpuSeconds,
-      mainCpuFirstToRowsSeconds: mainAtRows - mainAtFirst,
+      streamCpu,
     };
   } finally {
     if (e.child.exitCode === null) e.child.kill('SIGKILL');
@@ -442,15 +437,17 @@ export async function runEngine(
   }
 }
 
-/** CPU seconds (user + system) of a process's main thread so far, from /proc (NaN elsewhere). */
-function mainThreadCpu(pid: number | undefined): number {
-  try {
-    const st = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
+/** Kinds of thread in proc-threads.ts's snapshots, by the names the samples carry. */
+export const THREAD_KINDS = { main: 'MAIN', workers: 'WorkerThread', v8: 'V8Worker', libuv: 'libuv-worker' } as const;
+
+/** us of CPU per input record by kind of thread, first message to last row (`stream<Kind>UsPerRecord`, `streamAllUsPerRecord`). */
+export function streamCpuExtra(n: number, cpu: ThreadCpu): Record<string, number> {
+  const out: Record<string, number> = {};
+  let all = 0;
+  for (const v of Object.values(cpu)) all += v;
+  for (const [k, name] of Object.entries(THREAD_KINDS)) out[`stream${k[0]!.toUpperCase()}${k.slice(1)}UsPerRecord`] = ((cpu[name] ?? 0) * 1e6) / n;
+  out['streamAllUsPerRecord'] = (all * 1e6) / n;
+  return out;
 }
 
 /** The whole process's CPU (every thread, start to exit) per input record and per row written. */
@@ -459,7 +456,7 @@ function cpuPerRow(r: { cpuSeconds: number; rows: number }): Record<string, numb
 }
 
 /** A streamstats sink variant as a sample: "last" is the last row out. */
-function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: Readonly<Record<string, number>> = {}): Sample {
+export function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: Readonly<Record<string, number>> = {}): Sample {
   return toSample(n, {
     startToLast: r.startToRows,
     firstToLast: r.firstToRows,
@@ -469,12 +466,12 @@ function sinkSample(n: number, r: Awaited<ReturnType<typeof runEngine>>, extra: 
 }
 
 /** Variant (d)/(e): streamstats to a fresh output topic (deleted after the run). */
-async function runEngineToKafka(topic: string, n: number, dir: string, w: WorkloadRows, exactlyOnce: boolean): Promise<Sample> {
+export async function runEngineToKafka(topic: string, n: number, dir: string, w: WorkloadRows, exactlyOnce: boolean, vars: Readonly<Record<string, string>> = {}): Promise<Sample> {
   const out = uid('ss-bench-out');
   await createTopic(out, PARTITIONS);
   try {
-    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}) }, { rows: w.rows, flushPoints: w.flushPoints, topic: out });
-    return sinkSample(n, r);
+    const r = await runEngine(topic, n, dir, { SINK: 'kafka', OUTPUT_TOPIC: out, ...(exactlyOnce ? { EXACTLY_ONCE: 'true' } : {}), ...vars }, { rows: w.rows, flushPoints: w.flushPoints, topic: out });
+    return sinkSample(n, r, streamCpuExtra(n, r.streamCpu));
   } finally {
     await deleteTopics([out]);
   }
@@ -484,15 +481,16 @@ async function runEngineToKafka(topic: string, n: number, dir: string, w: Worklo
  * Variant (h): streamstats to PostgreSQL in a fresh schema (dropped after the run); bytes per stored
  * row, and per row: the engine's CPU, its server backends' CPU and the WAL (bench/lib/pg-cost.ts).
  */
-export async function runEngineToPostgres(topic: string, n: number, dir: string, w: WorkloadRows): Promise<Sample> {
+export async function runEngineToPostgres(topic: string, n: number, dir: string, w: WorkloadRows, vars: Readonly<Record<string, string>> = {}): Promise<Sample> {
   const { schema, url } = await createPgSchema('ss_bench_e2e');
   try {
     const probe = await PgCostProbe.start(PG_URL, schema, { clientParent: process.pid });
-    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema) }, { rows: w.rows, flushPoints: w.flushPoints });
+    const r = await runEngine(topic, n, dir, { SINK: withAppName(url, schema), ...vars }, { rows: w.rows, flushPoints: w.flushPoints });
     const cost = await probe.stop();
     const stored = await pgTableStats(schema, TABLES.statistics, [TABLES.windows, TABLES.series, TABLES.rollups]);
     if (stored.rows < w.rows) throw new Error(`kafka-e2e: ${stored.rows} rows in ${schema}.${TABLES.statistics}, expected ${w.rows}`);
     return sinkSample(n, r, {
+      ...streamCpuExtra(n, r.streamCpu),
       storedRows: stored.rows, tableBytes: stored.totalBytes, bytesPerRow: stored.totalBytes / stored.rows, ...pgCostPerRow(cost, stored.rows),
     });
   } finally {
@@ -669,7 +667,7 @@ export const kafkaE2eScenario: Scenario = {
             const r = await runEngine(topic, n, scratch.dir, {}, workload);
             threads = r.threads;
             rows = r.rows;
-            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r) } });
+            return toSample(n, { ...r, extra: { firstToRowsSeconds: r.firstToRows, startToRowsSeconds: r.startToRows, ...cpuPerRow(r), ...streamCpuExtra(n, r.streamCpu) } });
           },
         },
         {

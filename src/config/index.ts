@@ -217,7 +217,6 @@ function checkLaneState(c: Config, r: Reader): void {
   if (c.laneState !== 'worker') return;
   const refuse = (why: string): ConfigError => r.fail('LANE_STATE', 'worker', why);
   if (c.workerThreads < 1) throw refuse(`needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=${c.workerThreads}), or LANE_STATE=main`);
-  if (c.sink.kind === 'kafka' && c.sink.exactlyOnce) throw refuse('needs EXACTLY_ONCE=false (not yet with transactions), or LANE_STATE=main');
   if (c.percentiles.length > 0) throw refuse(`needs PERCENTILES unset (sketches stay on the main thread; PERCENTILES=${r.raw('PERCENTILES')}), or LANE_STATE=main`);
   if (c.lateRecords === 'amend') {
     const auto = r.raw('LATE_RECORDS') === 'auto' ? ` (LATE_RECORDS=auto is amend with SINK=${c.sink.kind})` : '';

@@ -5,9 +5,10 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { runToExit } from '../fixtures/engine-process.js';
 import { brokers, client, createTopic, keyed, produce, startEngine, uid, waitFor, workloadPoints, type Engine } from '../fixtures/kafka.js';
+import { readTopic } from '../fixtures/faults.js';
 import { produceTo } from '../fixtures/topics.js';
 
 const EXITING_LANE_CLI = fileURLToPath(new URL('../fixtures/exiting-lane-cli.js', import.meta.url));
@@ -60,7 +61,12 @@ t.test('MAX_SERIES bounds the series of all owners together: 2 lanes in 2 owners
   t.match(refused[0]?.detail, /MAX_SERIES/);
 });
 
-t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from its commit point, the other lane goes on, and every row is written exactly once', async (t) => {
+/**
+ * An owner dies once mid-stream on a 2-partition topic with 2 owners: its lane is rebuilt, the other
+ * goes on, and the rows equal those of an undisturbed LANE_STATE=main run. `output`: a Kafka topic
+ * written in transactions (EXACTLY_ONCE=true, read back read_committed) instead of the rows file.
+ */
+async function ownerDiesOnce(t: Test, exactlyOnce: boolean): Promise<void> {
   const topic = await createTopic(t, 2);
   const t0 = Date.parse('2024-03-01T00:00:00Z');
   const rec = (name: string, i: number) => JSON.stringify({ metric: { name, dimensions: { hostname: 'h' }, timestamp: t0 + i * 1000, value: i % 97 }, meta: { tenantId: 't', region: 'r' } });
@@ -79,8 +85,10 @@ t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from i
   t.teardown(() => {
     delete process.env['STREAMSTATS_TEST_EXIT_ONCE'];
   });
+  const output = exactlyOnce ? await createTopic(t, 2) : null;
+  const sink = output === null ? {} : { SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' };
   const env = { KAFKA_TOPICS: topic, BATCH_SIZE: '25', COMMIT_INTERVAL_SECONDS: '0.2', WORKER_THREADS: '2' };
-  const e = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
+  const e = startEngine(t, { ...env, ...sink, KAFKA_GROUP_ID: uid('g-rebuild'), LANE_STATE: 'worker' }, { workerFile: EXITING_LANE_WORKER });
   const total = msgs.length - 1;
   // Caught up, then every window closed by the idle flush (IDLE_FLUSH_SECONDS=1), the flush points' too.
   const settled = (x: Engine) => () => x.sum('streamstats_consumer_lag_messages') === 0 && x.metric('streamstats_open_series') === 0 && x.metric('streamstats_records_total', { result: 'ok' }) >= total;
@@ -93,12 +101,58 @@ t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from i
   const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
   await waitFor([reference], settled(reference), 'the reference caught up');
   await reference.stop();
-  const rows = e.rows().map((r) => JSON.stringify(r)).sort();
   const expected = reference.rows().map((r) => JSON.stringify(r)).sort();
   t.ok(expected.length >= 16, `${expected.length} rows in the undisturbed run`);
-  t.same(rows, expected, 'the same rows as an undisturbed run, none missing and none written twice');
+  const rows = output === null
+    ? e.rows().map((r) => JSON.stringify(r)).sort()
+    : (await readTopic(brokers(), output, expected.length, { timeoutMs: 30_000, settleMs: 2000 })).map((m) => JSON.stringify(JSON.parse(m.value!.toString()))).sort();
+  t.same(rows, expected, `the same rows as an undisturbed run, none missing and none written twice${output === null ? '' : ' (read_committed)'}`);
   const letters = e.deadLetters();
   t.same(letters.map((d) => d.reason), reference.deadLetters().map((d) => d.reason), 'the same dead letters (the "exit" message once, not once per replay)');
+}
+
+t.test('an owner that dies once mid-stream: its lane is rebuilt by replay from its commit point, the other lane goes on, and every row is written exactly once', (t) => ownerDiesOnce(t, false));
+
+t.test('the same with EXACTLY_ONCE=true: the transactions after the rebuild hold no row the ones before it committed', (t) => ownerDiesOnce(t, true));
+
+t.test('lanes reassigned on a rebalance while their owners hold open windows (EXACTLY_ONCE=true, 2 instances of 2 owners): every window once, equal to one undisturbed instance', async (t) => {
+  const w = { count: 16_000, metrics: 40, hosts: 4, seed: 5 };
+  const points = workloadPoints(w);
+  const half = points.length / 2;
+  const flushAt = points[points.length - 1]!.timestamp + 3_600_000;
+  // One point per partition an hour on closes every workload window (the idle flush is off here, so
+  // windows stay open, held by their owners, until then; WATERMARK_CONFIRM_RECORDS=1 lets one point
+  // move the watermark that far).
+  const flush = [0, 1, 2, 3].map((partition) => ({ partition, value: JSON.stringify({ metric: { name: 'flush', dimensions: { hostname: 'h' }, timestamp: flushAt, value: 0 }, meta: { tenantId: 't', region: 'r' } }) }));
+  const topic = await createTopic(t, 4);
+  const output = await createTopic(t, 2);
+  await produce(topic, keyed(points.slice(0, half)));
+  const group = uid('g-rebalance');
+  const env = { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, BATCH_SIZE: '200', LANE_STATE: 'worker', WORKER_THREADS: '2', IDLE_FLUSH_SECONDS: '600', WATERMARK_CONFIRM_RECORDS: '1', SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true', KAFKA_SESSION_TIMEOUT_MS: '6000', KAFKA_HEARTBEAT_INTERVAL_MS: '500' };
+  const dirs = Object.fromEntries(['a', 'b', 'ref'].map((n) => [n, join(t.testdir(), n)]));
+  for (const d of Object.values(dirs)) mkdirSync(d);
+  const a = startEngine(t, env, { dir: dirs['a']! });
+  await waitFor([a], () => a.metric('streamstats_records_total', { result: 'ok' }) >= half && a.metric('streamstats_open_series') > 0, 'instance A applied the first half and holds open windows');
+  const held = a.metric('streamstats_open_series');
+  const b = startEngine(t, env, { dir: dirs['b']! });
+  await waitFor([a, b], () => b.metric('streamstats_assigned_partitions') > 0 && a.metric('streamstats_assigned_partitions') + b.metric('streamstats_assigned_partitions') === 4 && a.metric('streamstats_rebalances_total') >= 2, 'the group rebalanced: B holds partitions A had');
+  t.ok(a.metric('streamstats_assigned_partitions') < 4, `A gave up partitions (${a.metric('streamstats_assigned_partitions')} left) while its owners held ${held} open series`);
+  await produceTo(brokers(), topic, [...keyed(points.slice(half)), ...flush]);
+  const total = points.length + flush.length;
+  const caught = () => a.sum('streamstats_consumer_lag_messages') === 0 && b.sum('streamstats_consumer_lag_messages') === 0 &&
+    a.metric('streamstats_records_total', { result: 'ok' }) + b.metric('streamstats_records_total', { result: 'ok' }) >= total;
+  await waitFor([a, b], caught, 'both instances caught up');
+  t.ok(b.metric('streamstats_records_total', { result: 'ok' }) > 0, 'B applied records of the partitions it took over');
+  const reference = startEngine(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('g-ref'), BATCH_SIZE: '200', LANE_STATE: 'main' }, { dir: dirs['ref']! });
+  await waitFor([reference], () => reference.metric('streamstats_open_series') === 0 && reference.sum('streamstats_consumer_lag_messages') === 0 && reference.metric('streamstats_records_total', { result: 'ok' }) >= total, 'the reference caught up');
+  await reference.stop();
+  const expected = reference.rows().filter((r) => r.name !== 'flush').map((r) => JSON.stringify(r)).sort();
+  t.ok(expected.length > 1000, `${expected.length} workload rows in the undisturbed run`);
+  const read = await readTopic(brokers(), output, expected.length, { timeoutMs: 60_000, settleMs: 2500 });
+  await Promise.all([a.stop(), b.stop()]);
+  const rows = read.map((m) => JSON.parse(m.value!.toString()) as { name: string }).filter((r) => r.name !== 'flush').map((r) => JSON.stringify(r)).sort();
+  t.equal(rows.length, expected.length, 'as many rows as windows: none twice (read_committed), none missing');
+  t.same(rows, expected, 'the same rows as one undisturbed instance');
 });
 
 t.test('an owner that dies on the same record every time: rebuilt 3 times, then exit status 1 with STREAMSTATS_LANE_OWNER_LOST; the commit never passes what was written, and a restart completes the rows', async (t) => {
