@@ -56,8 +56,11 @@ const WRITE_ATTEMPTS = 5;
 const GROUP_ROWS = 40_000;
 /** Transactions written the careful way straight away once a replay was seen (a row stored already). */
 const CAREFUL_GROUPS = 32;
-/** Series kept by id for COPY tuples at most; past it they are forgotten (stored again with DO NOTHING, offered to roll up again). */
-const SERIES_BY_ID_MAX = 1_000_000;
+/**
+ * Series kept by id for COPY tuples at most, unless MAX_SERIES says (as the row formatter keeps its
+ * series); past it they are forgotten: stored again with DO NOTHING, offered to roll up again.
+ */
+const SERIES_BY_ID_DEFAULT = 100_000;
 
 /** Rows in a batch, without making row objects of a batch formatted elsewhere. */
 function rowCount(batch: RowBatch): number {
@@ -100,6 +103,7 @@ export class PostgresSink implements Sink, PositionStore {
   readonly #series = new SeriesRefs();
   /** Series of COPY tuples by their id's 16 bytes as latin1 (their rows carry no groupby object to key them by). */
   readonly #seriesById = new Map<string, SeriesRef>();
+  readonly #seriesByIdMax: number;
   readonly pipelined = true;
   readonly readsCopyTuples = true;
   readonly #queue: Pending[] = [];
@@ -107,14 +111,16 @@ export class PostgresSink implements Sink, PositionStore {
   #carefulGroups = 0;
   #closing: Promise<void> | null = null;
 
-  private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger) {
+  private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger, maxSeries = SERIES_BY_ID_DEFAULT) {
     this.#pool = pool;
+    this.#seriesByIdMax = maxSeries;
     this.#logger = logger;
     this.#groupId = groupId;
     this.describe = redactUrl(url);
   }
 
-  static async open(url: string, opts: { groupId: string; logger: Logger }): Promise<PostgresSink> {
+  /** `maxSeries`: MAX_SERIES, the series whose state the sink keeps by id for COPY tuples. */
+  static async open(url: string, opts: { groupId: string; logger: Logger; maxSeries?: number }): Promise<PostgresSink> {
     const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
     pool.on('error', (err) => opts.logger.warn({ err }, 'postgres: idle client error'));
     let client: pg.PoolClient;
@@ -131,7 +137,7 @@ export class PostgresSink implements Sink, PositionStore {
     } finally {
       client.release();
     }
-    return new PostgresSink(pool, url, opts.groupId, opts.logger);
+    return new PostgresSink(pool, url, opts.groupId, opts.logger, opts.maxSeries);
   }
 
   /**
@@ -359,7 +365,7 @@ export class PostgresSink implements Sink, PositionStore {
         const key = tupleSeriesKey(data, from);
         let ref = byId.get(key);
         if (ref === undefined) {
-          if (byId.size >= SERIES_BY_ID_MAX) byId.clear();
+          if (byId.size >= this.#seriesByIdMax) byId.clear();
           const m = tupleSeriesMeta(bytesOf(t.meta), k === 0 ? 0 : t.metaEnds[k - 1]!, t.metaEnds[k]!);
           ref = { id: tupleSeriesId(data, from), name: m.name, unit: m.unit, groupbyJson: m.groupbyJson, problem: null, stored: false, rolledMs: -Infinity, rollFailed: false };
           byId.set(key, ref);
