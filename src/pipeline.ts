@@ -166,7 +166,7 @@ export class Pipeline {
     let pool: DecodePool | LaneOwners;
     let engine: Engine | OwnedEngine;
     if (decodePool === null) {
-      const budget = new SharedSeriesBudget(config.maxSeries, config.maxStateMb * 1024 * 1024);
+      const budget = new SharedSeriesBudget(config.maxSeries, config.maxStateMb * 1024 * 1024, undefined, { owners: config.workerThreads });
       const owners = new LaneOwners({
         threads: config.workerThreads,
         maxInFlight: config.poolQueue,
@@ -179,6 +179,8 @@ export class Pipeline {
           maxStateBytes: budget.maxBytes,
           budget: budget.buffer,
           rows: { windowMs: config.windowSeconds * 1000, maxEntries: config.maxSeries },
+          ...(config.percentiles.length > 0 ? { percentiles: config.percentiles } : {}),
+          ...(config.lateRecords === 'amend' ? { amend: { horizonMs: config.amendHorizonSeconds * 1000 } } : {}),
           identityKeys: sink.readsIdentityKeys === true,
           copyTuples: sink.readsCopyTuples === true,
         },
@@ -188,7 +190,7 @@ export class Pipeline {
         ...(this.#deps.workerFile === undefined ? {} : { workerFile: this.#deps.workerFile }),
       });
       pool = owners;
-      engine = new OwnedEngine({ ...engineOptions, owners, budget });
+      engine = new OwnedEngine({ ...engineOptions, owners, budget, lateRecords: config.lateRecords, amendHorizonSeconds: config.amendHorizonSeconds });
     } else {
       pool = decodePool;
       engine = new Engine({

@@ -35,8 +35,9 @@ t.test("the README's main command: the default workload through the pool, rows t
   t.equal(total, 690_000, 'every generated point is counted in exactly one row');
   t.match(r.stderr, /records\s+690,000: ok 690,000, rejected 0/);
   t.match(r.stderr, /windows\s+346,000 statistics rows -> stdout/);
-  // WORKER_THREADS=auto: as many as this machine's usable CPUs give, which the log line says.
-  const chosen = /"workerThreads":(\d+),"reason":"[^"]+","msg":"decode threads"/.exec(r.stderr);
+  // WORKER_THREADS=auto: as many as this machine's usable CPUs give, which the log line says, with
+  // where the lanes live (LANE_STATE=auto: the generator's in their owner workers).
+  const chosen = /"workerThreads":(\d+),"reason":"[^"]+","laneState":"worker","laneStateReason":"auto: [^"]+","msg":"worker threads"/.exec(r.stderr);
   t.ok(chosen !== null, 'the chosen thread count is logged with its reason');
   const threads = Number(chosen?.[1]);
   t.match(r.stderr, new RegExp(`throughput\\s+[\\d,]+ records/s with ${threads === 0 ? 'in-thread' : `${threads} worker threads?`}`), 'the summary names the same threads');

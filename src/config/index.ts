@@ -9,7 +9,6 @@ import { parseDeadLetter, parseSink, parseSource, type DeadLetterSpec, type Sink
 import { parseKafka, type KafkaConfig } from './kafka.js';
 import { parseRedisConfig, type RedisConfig } from '../sources/redis/config.js';
 import type { OptionName } from './options.js';
-import type { ConfigError } from '../errors.js';
 import { Reader, type Env } from './reader.js';
 import type { FormatSpec } from '../core/formats/index.js';
 
@@ -55,6 +54,8 @@ export interface Config {
   workerThreads: number;
   /** Where the lanes' window state lives (LANE_STATE): the main thread, or the worker that owns each lane. */
   laneState: 'main' | 'worker';
+  /** Why laneState is what it is (LANE_STATE=auto chose, or was set), for the start-up log. */
+  laneStateReason: string;
   /** Why this thread count: logged at start. */
   workerThreadsReason: string;
   batchSize: number;
@@ -112,11 +113,10 @@ function parseGenerator(r: Reader): GeneratorConfig {
   };
 }
 
-function parseThreads(r: Reader, cpus: CpuInfo): { workerThreads: number; workerThreadsReason: string; poolQueue: number } {
+function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean): { workerThreads: number; workerThreadsReason: string; poolQueue: number } {
   const threads = r.get('WORKER_THREADS');
   // With the lanes in their owners the main thread only moves bytes (0.3-0.4 us of CPU a record on the
   // default job): a core kept for it would idle, so auto gives the owners every usable core.
-  const owned = r.get('LANE_STATE') === 'worker';
   const workerThreads = threads === 'auto' ? (owned ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
   const workerThreadsReason = threads === 'auto'
     ? owned
@@ -156,7 +156,6 @@ function checkConfiguredNames(c: Config, r: Reader): void {
 export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   const r = new Reader(env);
   r.checkAll();
-  const threads = parseThreads(r, cpus);
   const groupBy = parseGroupBy(r);
   const generator = parseGenerator(r);
   const source = parseSource(r);
@@ -164,6 +163,10 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   if (r.bool('EXACTLY_ONCE') && sink.kind !== 'kafka') {
     throw r.fail('EXACTLY_ONCE', 'true', 'only with SINK=kafka (a postgres:// sink is exactly-once on its own)');
   }
+  const late = parseLateRecords(r, sink);
+  const percentiles = parsePercentiles(r);
+  const lanes = parseLaneState(r, { source: source.kind, workerThreads: r.get('WORKER_THREADS'), sink });
+  const threads = parseThreads(r, cpus, lanes.laneState === 'worker');
   const config: Config = {
     source,
     sink,
@@ -172,9 +175,9 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     groupBy,
     windowSeconds: r.get('WINDOW_SECONDS'),
     allowedLatenessSeconds: r.get('ALLOWED_LATENESS_SECONDS'),
-    ...parseLateRecords(r, sink),
+    ...late,
     watermarkConfirmRecords: r.get('WATERMARK_CONFIRM_RECORDS'),
-    percentiles: parsePercentiles(r),
+    percentiles,
     percentileAccuracy: r.get('PERCENTILE_ACCURACY'),
     maxSeries: r.get('MAX_SERIES'),
     maxStateMb: r.get('MAX_STATE_MB'),
@@ -185,7 +188,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     maxSeriesKeyBytes: r.get('MAX_SERIES_KEY_BYTES'),
     maxFutureSeconds: r.get('MAX_FUTURE_SECONDS'),
     ...threads,
-    laneState: r.get('LANE_STATE'),
+    ...lanes,
     batchSize: r.get('BATCH_SIZE'),
     batchMaxBytes: r.get('BATCH_MAX_BYTES'),
     workerMaxMemoryMb: r.get('WORKER_MAX_MEMORY_MB'),
@@ -201,27 +204,61 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     shutdownTimeoutSeconds: r.get('SHUTDOWN_TIMEOUT_SECONDS'),
   };
   checkConfiguredNames(config, r);
-  checkLaneState(config, r);
   if (config.batchMaxBytes < config.maxMessageBytes) {
     throw r.fail('BATCH_MAX_BYTES', String(config.batchMaxBytes), `must be at least MAX_MESSAGE_BYTES (${config.maxMessageBytes})`);
   }
   return config;
 }
 
+/** What decides where the lanes live: the options LANE_STATE=worker cannot run with yet. */
+interface LaneOptions {
+  readonly source: SourceSpec['kind'];
+  readonly workerThreads: number | 'auto';
+  readonly sink: SinkSpec;
+}
+
 /**
- * LANE_STATE=worker runs what its owners support, and says which option stands in the way of the
- * rest: rows formatted as bytes in the owner (sinks that read only bytes, or PostgreSQL's COPY tuples, with one write per chunk),
- * open series counted in a shared budget (no sketches, no kept windows).
+ * Why the lanes cannot live in their owner workers with these options, naming the option in the way
+ * (rows are formatted as bytes in the owner, for sinks that read only bytes or PostgreSQL's COPY tuples; state, sketches and
+ * windows kept for amendment included, is counted in a budget the owners share), or null.
  */
-function checkLaneState(c: Config, r: Reader): void {
-  if (c.laneState !== 'worker') return;
-  const refuse = (why: string): ConfigError => r.fail('LANE_STATE', 'worker', why);
-  if (c.workerThreads < 1) throw refuse(`needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=${c.workerThreads}), or LANE_STATE=main`);
-  if (c.percentiles.length > 0) throw refuse(`needs PERCENTILES unset (sketches stay on the main thread; PERCENTILES=${r.raw('PERCENTILES')}), or LANE_STATE=main`);
-  if (c.lateRecords === 'amend') {
-    const auto = r.raw('LATE_RECORDS') === 'auto' ? ` (LATE_RECORDS=auto is amend with SINK=${c.sink.kind})` : '';
-    throw refuse(`needs LATE_RECORDS=dead-letter${auto} (closed windows kept for amendment stay on the main thread), or LANE_STATE=main`);
+export function laneStateRefusal(c: LaneOptions): string | null {
+  if (c.workerThreads === 0) return 'needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=0)';
+  return null;
+}
+
+/**
+ * Sources whose lanes LANE_STATE=auto keeps on the main thread, and why. A file or stdin is one lane,
+ * and one owner is one worker, while with the lanes on the main thread every worker decodes that
+ * lane's batches: on a machine of many cores the pool is then the faster (a lane split across workers
+ * is not built yet). A Redis lane whose owner dies cannot be rebuilt by replay yet (its pending
+ * entries would have to be read again from the lane's point), so it would end the process where the
+ * decode pool retries the batch.
+ */
+const AUTO_KEEPS_MAIN: Readonly<Partial<Record<SourceSpec['kind'], string>>> = {
+  file: 'a file is one lane, which one owner worker alone would decode',
+  stdin: 'stdin is one lane, which one owner worker alone would decode',
+  redis: 'a Redis lane whose owner worker died cannot be rebuilt by replay yet',
+};
+
+/**
+ * LANE_STATE: `auto` puts the lanes in their owner workers where the options allow it and the source
+ * gains by it (the main thread then only moves bytes), and on the main thread otherwise, saying why;
+ * `worker` asked for with an option it cannot run with is refused, naming the option.
+ */
+function parseLaneState(r: Reader, c: LaneOptions): { laneState: 'main' | 'worker'; laneStateReason: string } {
+  const asked = r.get('LANE_STATE');
+  const refusal = asked === 'main' ? null : laneStateRefusal(c);
+  if (asked === 'worker') {
+    if (refusal !== null) throw r.fail('LANE_STATE', 'worker', `${refusal}, or LANE_STATE=main`);
+    return { laneState: 'worker', laneStateReason: 'LANE_STATE=worker' };
   }
+  if (asked === 'main') return { laneState: 'main', laneStateReason: 'LANE_STATE=main' };
+  const kept = AUTO_KEEPS_MAIN[c.source];
+  if (kept !== undefined && refusal === null) return { laneState: 'main', laneStateReason: `auto: on the main thread, since ${kept} (LANE_STATE=worker to choose it)` };
+  return refusal === null
+    ? { laneState: 'worker', laneStateReason: 'auto: in their owner workers' }
+    : { laneState: 'main', laneStateReason: `auto: on the main thread, since LANE_STATE=worker ${refusal}` };
 }
 
 /**

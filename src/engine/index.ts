@@ -16,7 +16,7 @@ import type { RowSettings } from '../core/messages.js';
 import { RowFormatter, type RowBatch, type StatsRow } from '../windows/row.js';
 import { FormattedElsewhere, rowsTask } from '../windows/row-task.js';
 import { ClosedCells, SeriesBudget, type CellList, type ClosedBy } from '../windows/store.js';
-import { CLOSED_BY } from '../windows/cells.js';
+import { amendedRows } from '../windows/cells.js';
 import { admit } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
 import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
@@ -501,15 +501,6 @@ interface Hosted {
   writes: Promise<void>;
   /** The lane's kept windows evicted (MAX_STATE_MB) as last counted in the metric. */
   evictedSeen: number;
-}
-
-/** Rows of a new revision among cells (LATE_RECORDS=amend). */
-function amendedRows(cells: CellList): number {
-  if (!(cells instanceof ClosedCells) || cells.quality === null) return 0;
-  const amended = CLOSED_BY.indexOf('amended');
-  let n = 0;
-  for (const c of cells.quality.closedBy) if (c === amended) n++;
-  return n;
 }
 
 function hosted(lane: Lane): Hosted {

@@ -27,7 +27,7 @@ import type { GeneratedBatch, LaneFigures, OwnerTask, PartOutcome, RowsChunk } f
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import { FormattedElsewhere } from '../windows/row-task.js';
 import { releaseSlab } from '../windows/row-slabs.js';
-import { subBatch } from '../windows/lane.js';
+import { replaySplitAt, subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
 import { admit, admitGenerated, type Admission } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
@@ -51,7 +51,8 @@ export const OWNED_ENGINE_DEFAULTS = {
   maxRebuildsFromOnePoint: 3,
 } as const;
 
-export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPlacement' | 'percentiles' | 'percentileAccuracy' | 'lateRecords' | 'amendHorizonSeconds' | 'emitChunk'> {
+/** Percentiles, amendment and chunking are the owners' (their settings); lateRecords and its horizon stay for the dead letters and gauges. */
+export interface OwnedEngineOptions extends Omit<EngineOptions, 'pool' | 'rowPlacement' | 'percentiles' | 'percentileAccuracy' | 'emitChunk'> {
   readonly owners: LaneOwners;
   /** The budget the owners count open series in (its buffer is in their settings). */
   readonly budget: SharedSeriesBudget;
@@ -78,6 +79,8 @@ interface Owned {
   unwrittenCells: number;
   unwrittenWindows: number;
   writes: Promise<void>;
+  /** The lane's kept windows evicted (MAX_STATE_MB) as last counted in the metric. */
+  evictedSeen: number;
 }
 
 export class OwnedEngine implements LaneHost, GeneratingLaneHost {
@@ -107,6 +110,8 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
 
   /** An owner died with these lanes' state: each is rebuilt by replay, or the engine stops. */
   #ownerLost(owner: number, lanes: readonly number[], cause: unknown): void {
+    // Its lanes' open series, sketches and kept windows died with it: they leave the shared budget.
+    this.#o.budget.forgetOwner(owner);
     const lost: Owned[] = [];
     for (const id of lanes) {
       const s = this.#lanes.get(id);
@@ -178,7 +183,7 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       dropped: false,
       closed: false,
       commitPoint: null,
-      figures: { watermarkMs: init.watermarkMs ?? -Infinity, appliedEnd: null, lastAppliedTimestampMs: null, openSeries: 0, openWindows: 0 },
+      figures: { watermarkMs: init.watermarkMs ?? -Infinity, appliedEnd: null, lastAppliedTimestampMs: null, openSeries: 0, openWindows: 0, keptWindows: 0, keptBytes: 0, evictedWindows: 0 },
       nextSeq: 0,
       chain: Promise.resolve(),
       lastActivityMs: Date.now(),
@@ -187,6 +192,7 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       unwrittenCells: 0,
       unwrittenWindows: 0,
       writes: Promise.resolve(),
+      evictedSeen: 0,
     };
     this.#lanes.set(id, s);
     this.#o.owners.assign(id);
@@ -313,7 +319,7 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       try {
         const r = await this.#send({ kind: 'close-clean', lane: s.id, closedBy });
         this.#o.owners.unassign(s.id);
-        s.figures = { ...s.figures, openSeries: 0, openWindows: 0 };
+        s.figures = { ...s.figures, openSeries: 0, openWindows: 0, keptWindows: 0, keptBytes: 0 };
         await this.#emit(s, r.chunks, null, true);
       } catch (err) {
         this.#fail(err);
@@ -370,7 +376,9 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
   async #applied(s: Owned, batch: Batch, parts: readonly PartOutcome[], chunks: readonly RowsChunk[], point: CommitPoint | null, figures: LaneFigures | null, nowMs: number): Promise<void> {
     const { metrics, deadLetter } = this.#o;
     const n = messageCount(batch);
-    if (parts.length > 1 || parts[0]?.poisoned !== undefined) {
+    // With amendment, a batch straddling the restored applied end comes back as its two parts (replay, new).
+    const split = this.#o.lateRecords === 'amend' ? replaySplitAt(batch.positions, s.restoredAppliedEnd) : -1;
+    if (parts.length > (split > 0 ? 2 : 1) || parts.some((p) => p.poisoned !== undefined)) {
       this.#o.logger.warn({ lane: batch.lane, seq: batch.seq, messages: n }, 'decoding a batch threw in its owner: decoded again in halves to isolate the message that throws');
     }
     for (const part of parts) {
@@ -393,6 +401,7 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
       const applied = part.applied!;
       this.totals.ok += applied.accepted + applied.amended;
       metrics.records.inc({ result: 'ok' }, applied.accepted + applied.amended);
+      if (applied.amended > 0) metrics.lateRecords.inc({ outcome: 'amended' }, applied.amended);
       if (applied.rebuilt > 0) {
         this.totals.replayed += applied.rebuilt;
         metrics.replayed.inc(applied.rebuilt);
@@ -492,6 +501,9 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
         end();
         if (result.rejected.length > 0) await this.#deadLetterRows(s, batch.rows, result.rejected);
         metrics.windowsEmitted.inc(cells - result.rejected.length);
+        let amended = 0;
+        for (const c of from) amended += c.amended;
+        if (amended > 0) metrics.amendments.inc(amended);
         this.totals.rows += cells - result.rejected.length;
         if (point !== null) this.#advancePoint(s, point);
       } finally {
@@ -527,15 +539,30 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
   }
 
   #updateGauges(): void {
+    const amend = this.#o.lateRecords === 'amend';
     let series = 0;
     let windows = 0;
+    let keptBytes = 0;
+    let kept = 0;
     for (const s of this.#lanes.values()) {
       series += s.figures.openSeries + s.unwrittenCells;
       windows += s.figures.openWindows + s.unwrittenWindows;
+      if (!amend) continue;
+      keptBytes += s.figures.keptBytes;
+      kept += s.figures.keptWindows;
+      const evicted = s.figures.evictedWindows;
+      if (evicted > s.evictedSeen) {
+        this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
+        s.evictedSeen = evicted;
+      }
     }
     this.#o.metrics.openSeries.set(series);
     this.#o.metrics.openWindows.set(windows);
     this.#o.metrics.stateBytes.set(this.#o.budget.bytes);
+    if (amend) {
+      this.#o.metrics.amendStateBytes.set(keptBytes);
+      this.#o.metrics.amendKeptWindows.set(kept);
+    }
   }
 }
 

@@ -98,7 +98,7 @@ export class LaneOwners {
       // the tail, behind later ones). So the task timeout is ours (run()), not an AbortSignal.
       stricterFIFO: true,
       idleTimeout: Infinity,
-      workerData: opts.settings,
+      workerData: { ...opts.settings, owner: index },
       resourceLimits: { maxOldGenerationSizeMb: opts.workerMaxMemoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
     });
     piscina.on('error', (err: Error) => opts.onPoolError?.(err));

@@ -170,3 +170,12 @@ export function cellHasSketch(cells: CellList, i: number): boolean {
 export function sliceCells<T extends CellList>(cells: T, a: number, b: number): T {
   return cells.slice(a, b) as T;
 }
+
+/** Rows of a new revision among cells (LATE_RECORDS=amend). */
+export function amendedRows(cells: CellList): number {
+  if (!(cells instanceof ClosedCells) || cells.quality === null) return 0;
+  const amended = CLOSED_BY.indexOf('amended');
+  let n = 0;
+  for (const c of cells.quality.closedBy) if (c === amended) n++;
+  return n;
+}

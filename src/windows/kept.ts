@@ -32,7 +32,8 @@ export type NotKept = 'horizon' | 'state';
 
 /** What the window store lends the kept windows: the shared byte budget. */
 export interface KeptBudget {
-  bytes: number;
+  /** Counts bytes kept (negative: given back). */
+  charge(bytes: number): void;
   readonly maxBytes: number;
   /** Whether `extra` more bytes fit, without reclaiming anything. */
   room(extra: number): boolean;
@@ -304,7 +305,7 @@ export class KeptWindows {
 
   /** Frees everything (the lane closes). */
   clear(): void {
-    this.#budget.bytes -= this.#bytes;
+    this.#budget.charge(-this.#bytes);
     this.#bytes = 0;
     this.#windows.clear();
     this.#dirty.clear();
@@ -342,7 +343,7 @@ export class KeptWindows {
   #dropBefore(from: number, evicted: boolean): void {
     for (const [s, w] of this.#windows) {
       if (s >= from) continue;
-      this.#budget.bytes -= w.bytes;
+      this.#budget.charge(-w.bytes);
       this.#bytes -= w.bytes;
       this.#windows.delete(s);
       this.#dirty.delete(w);
@@ -354,7 +355,7 @@ export class KeptWindows {
   #charge(w: KeptWindow, bytes: number): void {
     w.bytes += bytes;
     this.#bytes += bytes;
-    this.#budget.bytes += bytes;
+    this.#budget.charge(bytes);
   }
 }
 

@@ -129,12 +129,8 @@ export class Lane {
    * partly new must be applied in two parts: a replay rebuilds kept windows silently, new records
    * amend them. The index of its first new message, or -1 when the batch is all one or the other.
    */
-  replaySplit(batch: Batch): number {
-    if (!this.#store.amending || batch.positions === undefined) return -1;
-    const n = batch.positions.length;
-    if (n < 2 || Number(batch.positions[0]) >= this.#restoredAppliedEnd || Number(batch.positions[n - 1]) < this.#restoredAppliedEnd) return -1;
-    for (let i = 1; i < n; i++) if (Number(batch.positions[i]) >= this.#restoredAppliedEnd) return i;
-    return -1;
+  replaySplit(batch: Pick<Batch, 'positions'>): number {
+    return this.#store.amending ? replaySplitAt(batch.positions, this.#restoredAppliedEnd) : -1;
   }
 
   /** One batch's partials, in the lane's order; `lastTimestampMs`: the batch's last source timestamp. */
@@ -238,6 +234,19 @@ export class Lane {
   #expect(verb: string, allowed: readonly LaneState[]): void {
     if (!allowed.includes(this.#state)) throw new LaneStateError(this.id, verb, this.#state, allowed);
   }
+}
+
+/**
+ * Lane.replaySplit's rule on the messages' positions alone (the owner has them as numbers, the main
+ * thread as strings): the index of the first at or past the restored applied end, or -1 when the
+ * batch is all replays or all new.
+ */
+export function replaySplitAt(positions: ArrayLike<string | number> | undefined, restoredAppliedEnd: number): number {
+  if (positions === undefined) return -1;
+  const n = positions.length;
+  if (n < 2 || Number(positions[0]) >= restoredAppliedEnd || Number(positions[n - 1]) < restoredAppliedEnd) return -1;
+  for (let i = 1; i < n; i++) if (Number(positions[i]) >= restoredAppliedEnd) return i;
+  return -1;
 }
 
 /** Messages lo..hi of a batch as a batch of their own (same lane and seq; positions follow). */

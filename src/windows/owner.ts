@@ -11,12 +11,12 @@ import { LanePoints, type GeneratedLane } from '../core/generator.js';
 import type { DecoderSettings, Reject, RowSettings, RowsWire } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import { EMIT_CHUNK_DEFAULTS, splitCells, windowsEnded, type ChunkLimits } from './chunks.js';
-import type { ClosedBy } from './cells.js';
-import { Lane, type StoreSettings } from './lane.js';
+import { amendedRows, type ClosedBy } from './cells.js';
+import { Lane, replaySplitAt, type StoreSettings } from './lane.js';
 import { RowFormatter } from './row.js';
 import { rowsWire } from './row-task.js';
 import { RowSlabs } from './row-slabs.js';
-import { SharedSeriesBudget, type ApplyOutcome, type ClosedCells } from './store.js';
+import { SharedSeriesBudget, type AmendSettings, type ApplyOutcome, type ClosedCells } from './store.js';
 import { CopyTupleWriter } from '../sinks/postgres/tuples.js';
 
 /** Sent once to each owner (workerData). */
@@ -29,7 +29,13 @@ export interface OwnerSettings {
   readonly maxStateBytes: number;
   /** The SharedSeriesBudget's counters, shared by every owner and the main thread. */
   readonly budget: SharedArrayBuffer;
+  /** This owner's index: its share of the budget is counted in that slot too (set per owner by LaneOwners). */
+  readonly owner?: number;
   readonly rows: RowSettings;
+  /** PERCENTILES (0..100) read from each row's sketch; the sketches' accuracy is the decoder's. */
+  readonly percentiles?: readonly number[];
+  /** LATE_RECORDS=amend: closed windows are kept in the owner, and late records amend them. */
+  readonly amend?: AmendSettings;
   /** The sink keys its messages by row identity (Kafka): each row's identity key comes back too. */
   readonly identityKeys: boolean;
   /** The sink stores rows by COPY (PostgreSQL): each chunk's rows come back as COPY tuples too. */
@@ -82,6 +88,8 @@ export interface RowsChunk {
   readonly wire: RowsWire;
   readonly cells: number;
   readonly windows: number;
+  /** Rows of a new revision among them (LATE_RECORDS=amend: streamstats_amendments_total). */
+  readonly amended: number;
   /** The shared memory the wire's lines are in, to hand back (releaseSlab) once they are written; null: a buffer of their own. */
   readonly slab?: SharedArrayBuffer | null;
 }
@@ -93,6 +101,10 @@ export interface LaneFigures {
   readonly lastAppliedTimestampMs: number | null;
   readonly openSeries: number;
   readonly openWindows: number;
+  /** LATE_RECORDS=amend: closed windows kept, their estimated bytes, and those evicted since the lane opened (0 otherwise). */
+  readonly keptWindows: number;
+  readonly keptBytes: number;
+  readonly evictedWindows: number;
 }
 
 /**
@@ -142,12 +154,14 @@ export class LaneOwner {
   constructor(settings: OwnerSettings) {
     this.#settings = settings;
     this.#decoder = new Decoder(settings.decoder);
-    this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries);
+    this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries, settings.percentiles ?? []);
     this.#tuples = settings.copyTuples === true ? new CopyTupleWriter(settings.rows.windowMs, settings.rows.maxEntries) : null;
     this.#store = {
       windowMs: settings.windowMs,
       latenessMs: settings.latenessMs,
-      budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget),
+      budget: new SharedSeriesBudget(settings.maxSeries, settings.maxStateBytes, settings.budget, settings.owner === undefined ? {} : { owner: settings.owner }),
+      sketchAccuracy: settings.decoder.sketchAccuracy,
+      ...(settings.amend === undefined ? {} : { amend: settings.amend }),
       ...(settings.confirmRecords === undefined ? {} : { confirmRecords: settings.confirmRecords }),
     };
   }
@@ -206,7 +220,16 @@ export class LaneOwner {
   /** `lane`: the running lane whose figures and prepared point go back (null when it closed). */
   #done(id: number, parts: readonly PartOutcome[], cells: ClosedCells | null, lane: Lane | null, t0: number, where: LaneIdentity | undefined): Extract<OwnerReply, { kind: 'done' }> {
     const chunks = cells === null || cells.length === 0 ? [] : this.#format(cells, where);
-    const figures = lane === null ? null : { watermarkMs: lane.watermarkMs, appliedEnd: lane.appliedEnd, lastAppliedTimestampMs: lane.lastAppliedTimestampMs, openSeries: lane.openSeries, openWindows: lane.openWindows };
+    const figures = lane === null ? null : {
+      watermarkMs: lane.watermarkMs,
+      appliedEnd: lane.appliedEnd,
+      lastAppliedTimestampMs: lane.lastAppliedTimestampMs,
+      openSeries: lane.openSeries,
+      openWindows: lane.openWindows,
+      keptWindows: lane.keptWindows,
+      keptBytes: lane.keptBytes,
+      evictedWindows: lane.evictedWindows,
+    };
     return { kind: 'done', lane: id, parts, chunks, point: lane === null ? null : lane.prepareCommit(), figures, seconds: (performance.now() - t0) / 1000 };
   }
 
@@ -214,7 +237,9 @@ export class LaneOwner {
    * Decodes and applies the batch; a decode that throws (a bug the input found: the decoder rejects
    * what it cannot read) is tried again in halves, and each half that throws again in halves, until
    * the message that throws stands alone: it is poisoned, every other record is applied in order. The
-   * lane's state is untouched by a decode that threw, so it survives.
+   * lane's state is untouched by a decode that threw, so it survives. With amendment, a batch that is
+   * partly replay (below the restored applied end) is applied as two parts first, as Lane.replaySplit
+   * says: the replay rebuilds kept windows silently, the new records amend them.
    */
   #apply(lane: Lane, data: Buffer, task: Pick<Extract<OwnerTask, { kind: 'apply' }>, 'offsets' | 'nowMs' | 'positions' | 'startPosition' | 'endPosition' | 'lastTimestampMs'>): PartOutcome[] {
     const n = task.offsets.length - 1;
@@ -251,7 +276,11 @@ export class LaneOwner {
       const applied = lane.apply(result, positions, task.lastTimestampMs, replayed);
       out.push({ lo, hi, records: result.records, rejects: result.rejects, decodeSeconds: result.decodeSeconds, applied, watermarkBefore });
     };
-    part(0, n, '');
+    const split = lane.amending ? replaySplitAt(task.positions, restoredEnd) : -1;
+    if (split > 0) {
+      part(0, split, '');
+      part(split, n, '');
+    } else part(0, n, '');
     return out;
   }
 
@@ -262,9 +291,9 @@ export class LaneOwner {
       const c = chunks[i]!;
       const t = performance.now();
       const rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t);
-      const copy = this.#tuples?.tuples(c, where) ?? null;
-      const { wire, slab } = this.#slabs.place(copy === null ? rows : { ...rows, copy });
-      out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]) });
+      const copy = this.#tuples?.tuples(c, where);
+      const { wire, slab } = this.#slabs.place(copy === undefined ? rows : { ...rows, copy });
+      out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]), amended: amendedRows(c) });
     }
     return out;
   }

@@ -84,32 +84,79 @@ export class SeriesBudget {
     this.open--;
     this.bytes -= seriesStateBytes(key);
   }
+
+  /** Counts `bytes` more (or fewer, negative) of state beside the open series: sketches, kept windows. */
+  charge(bytes: number): void {
+    this.bytes += bytes;
+  }
 }
 
 /** What a window store needs of its budget: SeriesBudget on one thread, SharedSeriesBudget across owners. */
-export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release'>;
+export type StateBudget = Pick<SeriesBudget, 'max' | 'maxBytes' | 'open' | 'bytes' | 'admit' | 'fits' | 'room' | 'addReclaimer' | 'release' | 'charge'>;
 
-/** Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64, at 8). */
+/**
+ * Where a SharedSeriesBudget keeps its counters: the open series (Int32) and their bytes (BigInt64,
+ * at 8), then the same pair for each owner, which is what a lost owner's share is read from.
+ */
 const SHARED_BUDGET_BYTES = 16;
 
 /**
- * The open-series budget of lanes owned by several workers (LANE_STATE=worker): the same limits as
+ * The state budget of lanes owned by several workers (LANE_STATE=worker): the same limits as
  * SeriesBudget, counted with Atomics in one SharedArrayBuffer that every owner and the main thread
  * (for the gauges) map, so MAX_SERIES and MAX_STATE_MB bound the process, not each worker. A new
  * series reserves its count and bytes first and gives them back when a limit refuses it, so two
- * owners racing for the last slot never both get it. It counts open series only: sketches and kept
- * windows (PERCENTILES, LATE_RECORDS=amend) charge bytes by assignment, which the owners' mode does
- * not allow, and a store that tries is told so.
+ * owners racing for the last slot never both get it. Sketches and kept windows charge their bytes
+ * as deltas (never an assignment: another owner may have counted in between). Kept windows give room
+ * back to open series as in SeriesBudget, but only those of the owner asking: each owner's budget
+ * object holds its own lanes' reclaimers (the shared memory holds numbers, not lanes). Each owner
+ * also counts its share in a slot of its own, so that the state of an owner that died (its worker
+ * took it along) leaves the budget with it (forgetOwner), rather than holding room for ever.
  */
 export class SharedSeriesBudget implements StateBudget {
   readonly buffer: SharedArrayBuffer;
   readonly #open: Int32Array;
   readonly #bytes: BigInt64Array;
+  readonly #reclaimers = new Set<(bytes: number) => number>();
+  /** This owner's counters (null: the main thread's view, or an owner without a slot). */
+  readonly #slotOpen: Int32Array | null;
+  readonly #slotBytes: BigInt64Array | null;
 
-  constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer) {
-    this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES);
+  /**
+   * `owners`: the slots to make (with a new buffer); `owner`: the slot this view counts in as well
+   * (an owner worker's view of a buffer it was given).
+   */
+  constructor(readonly max: number, readonly maxBytes: number = Infinity, buffer?: SharedArrayBuffer, opts: { owners?: number; owner?: number } = {}) {
+    this.buffer = buffer ?? new SharedArrayBuffer(SHARED_BUDGET_BYTES * (1 + (opts.owners ?? 0)));
     this.#open = new Int32Array(this.buffer, 0, 1);
     this.#bytes = new BigInt64Array(this.buffer, 8, 1);
+    const at = opts.owner === undefined ? -1 : SHARED_BUDGET_BYTES * (1 + opts.owner);
+    if (at >= 0 && at + SHARED_BUDGET_BYTES > this.buffer.byteLength) throw new RangeError(`owner ${opts.owner} has no slot in a shared budget of ${this.buffer.byteLength} bytes`);
+    this.#slotOpen = at < 0 ? null : new Int32Array(this.buffer, at, 1);
+    this.#slotBytes = at < 0 ? null : new BigInt64Array(this.buffer, at + 8, 1);
+  }
+
+  /**
+   * An owner died with its lanes: what it counted leaves the budget. Called before its replacement
+   * gets a task (it starts from nothing in the same slot).
+   */
+  forgetOwner(owner: number): void {
+    const at = SHARED_BUDGET_BYTES * (1 + owner);
+    if (at + SHARED_BUDGET_BYTES > this.buffer.byteLength) return;
+    const open = Atomics.exchange(new Int32Array(this.buffer, at, 1), 0, 0);
+    const bytes = Atomics.exchange(new BigInt64Array(this.buffer, at + 8, 1), 0, 0n);
+    Atomics.sub(this.#open, 0, open);
+    Atomics.sub(this.#bytes, 0, bytes);
+  }
+
+  #count(open: number, bytes: number): void {
+    if (open !== 0) {
+      Atomics.add(this.#open, 0, open);
+      if (this.#slotOpen !== null) Atomics.add(this.#slotOpen, 0, open);
+    }
+    if (bytes !== 0) {
+      Atomics.add(this.#bytes, 0, BigInt(bytes));
+      if (this.#slotBytes !== null) Atomics.add(this.#slotBytes, 0, BigInt(bytes));
+    }
   }
 
   get open(): number {
@@ -120,40 +167,51 @@ export class SharedSeriesBudget implements StateBudget {
     return Number(Atomics.load(this.#bytes, 0));
   }
 
-  set bytes(_: number) {
-    throw new RangeError('a shared series budget counts open series only (PERCENTILES and LATE_RECORDS=amend keep the lanes\' state on the main thread)');
-  }
-
   admit(key: string, extra = 0): 'count' | 'bytes' | null {
     if (Atomics.add(this.#open, 0, 1) >= this.max) {
       Atomics.sub(this.#open, 0, 1);
       return 'count';
     }
     const b = seriesStateBytes(key);
+    if (!this.fits(b + extra)) {
+      Atomics.sub(this.#open, 0, 1);
+      return 'bytes';
+    }
     const before = Number(Atomics.add(this.#bytes, 0, BigInt(b)));
     if (before + b + extra > this.maxBytes) {
       Atomics.sub(this.#bytes, 0, BigInt(b));
       Atomics.sub(this.#open, 0, 1);
       return 'bytes';
     }
+    if (this.#slotOpen !== null) Atomics.add(this.#slotOpen, 0, 1);
+    if (this.#slotBytes !== null) Atomics.add(this.#slotBytes, 0, BigInt(b));
     return null;
   }
 
   fits(extra: number): boolean {
-    return this.room(extra);
+    if (this.room(extra)) return true;
+    for (const reclaim of this.#reclaimers) {
+      reclaim(this.bytes + extra - this.maxBytes);
+      if (this.room(extra)) return true;
+    }
+    return false;
   }
 
   room(extra: number): boolean {
     return this.bytes + extra <= this.maxBytes;
   }
 
-  addReclaimer(): () => void {
-    throw new RangeError('a shared series budget has no kept windows to reclaim (LATE_RECORDS=amend keeps the lanes\' state on the main thread)');
+  addReclaimer(reclaim: (bytes: number) => number): () => void {
+    this.#reclaimers.add(reclaim);
+    return () => this.#reclaimers.delete(reclaim);
   }
 
   release(key: string): void {
-    Atomics.sub(this.#open, 0, 1);
-    Atomics.sub(this.#bytes, 0, BigInt(seriesStateBytes(key)));
+    this.#count(-1, -seriesStateBytes(key));
+  }
+
+  charge(bytes: number): void {
+    this.#count(0, bytes);
   }
 }
 
@@ -398,7 +456,7 @@ export class WindowStore {
           const before = sketch.buckets;
           for (let j = so[cell]!; j < so[cell + 1]!; j++) sketch.addCode(pairs[2 * j]!, pairs[2 * j + 1]!);
           sketch.bound();
-          this.#budget.bytes += SKETCH_BUCKET_BYTES * (sketch.buckets - before);
+          this.#budget.charge(SKETCH_BUCKET_BYTES * (sketch.buckets - before));
         }
       }
       if (positions !== undefined && ws !== notedWs) {
@@ -444,7 +502,7 @@ export class WindowStore {
     this.#head[sid] = slot;
     if (this.#sketchAccuracy > 0) {
       this.#sketches[slot] = new Sketch(this.#sketchAccuracy);
-      this.#budget.bytes += SKETCH_BASE_BYTES;
+      this.#budget.charge(SKETCH_BASE_BYTES);
     }
     let win = this.#windows.get(ws);
     if (win === undefined) {
@@ -550,7 +608,7 @@ export class WindowStore {
           sketches[i] = sketch;
           this.#sketches[slot] = undefined;
           // Handed to the row formatter with the close: no longer open state.
-          if (sketch !== undefined) this.#budget.bytes -= sketch.bytes;
+          if (sketch !== undefined) this.#budget.charge(-sketch.bytes);
         }
         const links = this.#links[slot >> PAGE_BITS]!;
         const l = (slot & PAGE_MASK) * LINK_STRIDE;

@@ -2,6 +2,8 @@
 // its windows closed ends, in the newest revision per identity, with the statistics of a run where
 // the points arrived on time; beyond AMEND_HORIZON_SECONDS the late points are dead-lettered as late
 // and counted; LATE_RECORDS=dead-letter leaves the rows as they always were.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { runPipeline } from '../fixtures/harness.js';
 import { differences, newestRevisions, outageLine, outageWorkload } from '../fixtures/outage.js';
@@ -48,3 +50,44 @@ t.test('beyond AMEND_HORIZON_SECONDS late points are dead-lettered as late and c
   t.equal(amended + beyond, held, 'the rest amended');
   t.equal(run.summary.rejected.late, late.length);
 });
+
+// LANE_STATE=worker: the kept windows live in the lane's owner, which amends them and formats the
+// revisions; what comes out must not depend on where the lane's state lives.
+const rowBytes = (r: Awaited<ReturnType<typeof runPipeline>>): string => readFileSync(join(r.dir, 'rows.ndjson'), 'utf8');
+const letters = (r: Awaited<ReturnType<typeof runPipeline>>) => r.deadLetters.map((d) => ({ reason: d.reason, value: d.value, detail: d.detail }));
+const AMEND_METRICS = [
+  ['streamstats_late_records_total', { outcome: 'amended' }],
+  ['streamstats_late_records_total', { outcome: 'beyond_horizon' }],
+  ['streamstats_late_records_total', { outcome: 'dead_lettered' }],
+  ['streamstats_amendments_total', {}],
+  ['streamstats_amend_evicted_windows_total', {}],
+] as const;
+const amendMetrics = async (r: Awaited<ReturnType<typeof runPipeline>>) => Promise.all(AMEND_METRICS.map(([name, labels]) => metricValue(r.registry, name, labels)));
+
+// 60 series per agent: 3 hours of kept windows (about 25 KB each) pass MAX_STATE_MB=1.
+const wide = outageWorkload(11, 3, 60).arrival;
+for (const [what, env, points, evicts] of [
+  ['every late point amended', { AMEND_HORIZON_SECONDS: '10800' }, arrival, false],
+  ['beyond AMEND_HORIZON_SECONDS: dead-lettered', { AMEND_HORIZON_SECONDS: '3600' }, arrival, false],
+  // Kept windows evicted for the open series (MAX_STATE_MB): their late records dead-lettered ('state').
+  ['kept windows evicted by MAX_STATE_MB', { AMEND_HORIZON_SECONDS: '10800', MAX_STATE_MB: '1', BATCH_SIZE: '400' }, wide, true],
+  // Kept windows with their sketches: an amendment merges into a copy of the emitted sketch.
+  ['with PERCENTILES', { AMEND_HORIZON_SECONDS: '10800', PERCENTILES: '50,99' }, arrival, false],
+] as const) {
+  t.test(`LANE_STATE=worker, amend, ${what}: the same row bytes, dead letters and late-record metrics as LANE_STATE=main`, async (t) => {
+    const base = { ...ENV, LATE_RECORDS: 'amend', ...env };
+    const main = await runPipeline(t, { ...base, LANE_STATE: 'main' }, files(points));
+    const mainMetrics = await amendMetrics(main);
+    t.ok(mainMetrics[0]! > 0 && mainMetrics[3]! > 0, `main mode amends (${mainMetrics.join(', ')})`);
+    if (evicts) t.ok(mainMetrics[4]! > 0 && mainMetrics[2]! > 0, 'and evicts kept windows, whose late records are dead-lettered');
+    if ('PERCENTILES' in env) t.ok(main.rows.filter((r) => r.closed_by === 'amended').every((r) => r.sketch !== undefined && r.percentiles !== undefined), 'amended rows carry their amended sketches');
+    for (const threads of ['1', '2']) {
+      const worker = await runPipeline(t, { ...base, LANE_STATE: 'worker', WORKER_THREADS: threads }, files(points));
+      t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same row bytes (revisions, closed_by, late_records)`);
+      t.same(letters(worker), letters(main), `WORKER_THREADS=${threads}: the same dead letters`);
+      t.same(await amendMetrics(worker), mainMetrics, `WORKER_THREADS=${threads}: the same late-record outcomes, amendments and evictions`);
+      t.same(worker.summary.rejected, main.summary.rejected);
+      t.equal(worker.summary.ok, main.summary.ok);
+    }
+  });
+}

@@ -98,6 +98,50 @@ t.test('a file job with rejects, late records and windows closing mid-stream: th
   }
 });
 
+t.test('PERCENTILES: the sketches live in the owners, and the rows (quantiles, sketches) are the main thread\'s bytes', async (t) => {
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  const lines: string[] = [];
+  // Values over orders of magnitude, negatives and zeros: wide sketches of different shapes per series.
+  for (let i = 0; i < 3000; i++) {
+    const v = i % 17 === 0 ? 0 : (i % 5 === 0 ? -1 : 1) * 1.37 ** (i % 41) * (1 + (i % 7) / 10);
+    lines.push(rec(`m${i % 5}`, t0 + i * 100, v, { hostname: `h${i % 3}` }));
+    if (i > 1500 && i % 97 === 0) lines.push(rec('m1', t0 + 2_000, 3));
+  }
+  const files = { 'in.ndjson': lines.join('\n') };
+  const env = { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '53', WINDOW_SECONDS: '30', ALLOWED_LATENESS_SECONDS: '2', PERCENTILES: '1,50,95,99.9', PERCENTILE_ACCURACY: '0.005' };
+  const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' }, { files });
+  t.ok(main.rows.length > 20 && main.rows.every((r) => r.percentiles?.['p99.9'] !== undefined && r.sketch !== undefined), `${main.rows.length} rows, each with its quantiles and sketch`);
+  t.ok(main.deadLetters.some((d) => d.reason === 'late'), 'the input has late records too');
+  for (const threads of ['1', '2']) {
+    const worker = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: threads }, { files });
+    t.equal(rowBytes(worker), rowBytes(main), `WORKER_THREADS=${threads}: the same row bytes`);
+    t.same(letters(worker), letters(main), `WORKER_THREADS=${threads}: the same dead letters`);
+    t.same(counts(worker), counts(main), `WORKER_THREADS=${threads}: the same counts`);
+  }
+  // The generator in its owners, with sketches: the same rows as the main thread's.
+  const gen = { GEN_COUNT: '20000', GEN_METRICS: '50', PERCENTILES: '50,99' };
+  const gmain = await runPipeline(t, { ...gen, LANE_STATE: 'main', WORKER_THREADS: '1' });
+  const gworker = await runPipeline(t, { ...gen, LANE_STATE: 'worker', WORKER_THREADS: '1' });
+  t.ok(gmain.rows.length > 100 && gmain.rows[0]?.sketch !== undefined, `generator: ${gmain.rows.length} rows with sketches`);
+  t.equal(rowBytes(gworker), rowBytes(gmain), 'generator: the same row bytes');
+});
+
+t.test('PERCENTILES with MAX_STATE_MB: sketches count against the budget in the owners as on the main thread', async (t) => {
+  const t0 = Date.parse('2024-03-01T00:00:00Z');
+  const lines: string[] = [];
+  // 200 series of wide sketches (250 buckets each) in one window: about 3 MB of state.
+  for (let i = 0; i < 50_000; i++) lines.push(rec(`w${i % 200}`, t0 + Math.floor(i / 200) * 10, 1.05 ** Math.floor(i / 200)));
+  const files = { 'in.ndjson': lines.join('\n') };
+  const env = { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '500', WINDOW_SECONDS: '3600', PERCENTILES: '50,99', MAX_STATE_MB: '1' };
+  const main = await runPipeline(t, { ...env, LANE_STATE: 'main', WORKER_THREADS: '1' }, { files });
+  const refused = main.summary.rejected.series_limit ?? 0;
+  t.ok(refused > 1000, `the budget refuses sketches that would pass it (${refused} records)`);
+  const worker = await runPipeline(t, { ...env, LANE_STATE: 'worker', WORKER_THREADS: '1' }, { files });
+  t.same(counts(worker), counts(main), 'the same records refused by bytes');
+  t.same(letters(worker), letters(main), 'the same dead letters');
+  t.equal(rowBytes(worker), rowBytes(main), 'the same rows');
+});
+
 t.test('an owner worker that dies mid-stream: the run fails with STREAMSTATS_LANE_OWNER_LOST naming the lane, and writes nothing after', async (t) => {
   const t0 = Date.parse('2024-03-01T00:00:00Z');
   // Windows of 60 s: those of the first 300 records close before the batch holding "exit" arrives.
@@ -124,13 +168,33 @@ t.test('an owner worker that dies mid-stream: the run fails with STREAMSTATS_LAN
 t.test('LANE_STATE is checked with the options it cannot run with, each named', async (t) => {
   const base = { SINK: 'stdout', LANE_STATE: 'worker', WORKER_THREADS: '1' };
   t.equal(parseConfig(base).laneState, 'worker');
-  t.equal(parseConfig({}).laneState, 'main', 'main by default');
-  t.throws(() => parseConfig({ LANE_STATE: 'elsewhere' }), /LANE_STATE="elsewhere" is not valid: one of main, worker/);
+  t.throws(() => parseConfig({ LANE_STATE: 'elsewhere' }), /LANE_STATE="elsewhere" is not valid: one of auto, main, worker/);
   t.throws(() => parseConfig({ ...base, WORKER_THREADS: '0' }), /LANE_STATE="worker" is not valid: needs WORKER_THREADS >= 1 .*WORKER_THREADS=0/);
   t.throws(() => parseConfig({ ...base, SINK: 'postgres://u@127.0.0.1:5432/test' }), /LANE_STATE="worker" is not valid: needs LATE_RECORDS=dead-letter \(LATE_RECORDS=auto is amend with SINK=postgres\)/);
   t.equal(parseConfig({ ...base, SINK: 'postgres://u@127.0.0.1:5432/test', LATE_RECORDS: 'dead-letter' }).sink.kind, 'postgres', 'PostgreSQL runs with LATE_RECORDS=dead-letter');
   t.ok(parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows' }), 'Kafka at least once runs');
   t.ok(parseConfig({ ...base, SINK: 'kafka', OUTPUT_TOPIC: 'rows', EXACTLY_ONCE: 'true' }), 'Kafka exactly once runs');
-  t.throws(() => parseConfig({ ...base, PERCENTILES: '50,99' }), /LANE_STATE="worker" is not valid: needs PERCENTILES unset .*PERCENTILES=50,99/);
-  t.throws(() => parseConfig({ ...base, LATE_RECORDS: 'amend' }), /LANE_STATE="worker" is not valid: needs LATE_RECORDS=dead-letter/);
+  t.equal(parseConfig({ ...base, PERCENTILES: '50,99' }).percentiles.length, 2, 'PERCENTILES runs');
+  t.equal(parseConfig({ ...base, LATE_RECORDS: 'amend' }).lateRecords, 'amend', 'LATE_RECORDS=amend runs');
+});
+
+t.test('LANE_STATE=auto (the default): in the owner workers where the source gains by it and the options allow it, else on the main thread, saying why', async (t) => {
+  const lanes = (env: Record<string, string>) => {
+    const c = parseConfig(env);
+    return `${c.laneState}: ${c.laneStateReason}`;
+  };
+  t.match(lanes({}), /^worker: auto: in their owner workers/, 'the default job (generator)');
+  t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in' }), /^worker: /, 'Kafka');
+  t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in', SINK: 'kafka', OUTPUT_TOPIC: 'out', EXACTLY_ONCE: 'true' }), /^worker: /, 'Kafka to Kafka in transactions');
+  t.match(lanes({ SOURCE: 'file:/tmp/in.ndjson' }), /^main: auto: on the main thread, since a file is one lane/, 'a file');
+  t.match(lanes({ SOURCE: 'stdin' }), /^main: .*stdin is one lane/, 'stdin');
+  t.match(lanes({ SOURCE: 'redis', REDIS_STREAMS: 's' }), /^main: .*cannot be rebuilt by replay/, 'Redis');
+  t.match(lanes({ WORKER_THREADS: '0' }), /^main: .*needs WORKER_THREADS >= 1/, 'in-thread');
+  t.match(lanes({ PERCENTILES: '99' }), /^worker: /, 'percentiles: the sketches live in the owners too');
+  t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in', LATE_RECORDS: 'amend' }), /^worker: /, 'amendment: the kept windows too');
+  t.match(lanes({ SINK: 'postgres://u@127.0.0.1:5432/test' }), /^main: .*needs SINK=stdout, file:PATH or kafka/, 'PostgreSQL');
+  t.match(lanes({ LANE_STATE: 'main' }), /^main: LANE_STATE=main$/, 'asked for');
+  t.match(lanes({ LANE_STATE: 'worker', SOURCE: 'file:/tmp/in.ndjson' }), /^worker: LANE_STATE=worker$/, 'worker asked for with a file');
+  t.equal(parseConfig({}, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 2, 'WORKER_THREADS=auto: an owner per usable CPU');
+  t.equal(parseConfig({ SOURCE: 'file:/tmp/in.ndjson' }, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 1, 'and usable - 1 where the lanes stay on the main thread');
 });

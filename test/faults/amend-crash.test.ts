@@ -5,7 +5,8 @@
 // amended twice, nothing lost. PostgreSQL: one row per identity, amended in place. Kafka with
 // EXACTLY_ONCE=true: the newest revision per key read with read_committed.
 import t, { type Test } from 'tap';
-import { brokers, committedAppliedEnds, createTopic, uid } from '../fixtures/kafka.js';
+import { parseCommitMeta } from '../../src/commit/meta.js';
+import { brokers, client, committedAppliedEnds, createTopic, uid } from '../fixtures/kafka.js';
 import { testSchema } from '../fixtures/pg.js';
 import { caughtUp, until } from '../fixtures/engine-process.js';
 import { Rng } from '../fixtures/gen.js';
@@ -95,4 +96,54 @@ t.test(`Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendment
   }
   t.equal(twice, 0, 'no revision of a row committed twice (read_committed)');
   t.ok(rows.every((r) => typeof r.revision === 'number'), 'every row carries its revision');
+});
+
+t.test(`LANE_STATE=worker, Kafka sink at least once, amend: ${KILLS} x kill -9 during amendments, the newest revision per key equals the punctual run`, async (t) => {
+  // The kept windows live in the lane's owner: each restart rebuilds them there from the replay
+  // (the commit point's keptFromMs), and amends them again. At least once, a revision may be written
+  // again after a restart; the newest one per identity is what a reader keeps.
+  const topic = await createTopic(t, 1);
+  const output = await createTopic(t, 1);
+  await produceTo(brokers(), topic, MESSAGES);
+  const group = uid('g');
+  const stored = () => committedAppliedEnds(group, topic);
+  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, LANE_STATE: 'worker' }, 505, stored);
+  const msgs = await readTopic(brokers(), output, EXP.size + 100 * 120, { timeoutMs: 60_000, settleMs: 3000 });
+  const rows = msgs.map((m) => JSON.parse(m.value!.toString()) as StatsRow);
+  const newest = newestRevisions(rows);
+  const want = new Map([...EXP].map(([k, e]) => [k, { count: e.count, sum: e.sum, min: e.min, max: e.max, avg: e.avg, stddev: e.stddev }]));
+  t.same(differences(newest, want), [], 'the newest revision per identity equals the punctual run (1e-9 relative)');
+  t.equal([...newest.values()].filter((r) => r.closed_by === 'amended').length, 100 * 120, "agent-b's outage windows end amended");
+  t.ok(rows.every((r) => typeof r.revision === 'number'), 'every row carries its revision');
+  t.equal(await stored(), MESSAGES.length, 'the committed point covers every record');
+  const admin = client().admin();
+  await admin.connect();
+  const [res] = await admin.fetchOffsets({ groupId: group, topics: [topic] }).finally(() => admin.disconnect());
+  const meta = parseCommitMeta(res?.partitions[0]?.metadata);
+  t.ok(meta !== null && typeof meta.keptFromMs === 'number', `the commit point carries keptFromMs (${JSON.stringify(meta)})`);
+});
+
+t.test(`LANE_STATE=worker, Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendments, no revision twice and the newest per key equals the punctual run`, async (t) => {
+  // The kept windows live in the lane's owner; the main thread writes each emission with its point
+  // (keptFromMs included) in one transaction, as in main mode.
+  const topic = await createTopic(t, 1);
+  const output = await createTopic(t, 1);
+  await produceTo(brokers(), topic, MESSAGES);
+  const group = uid('g');
+  const stored = () => committedAppliedEnds(group, topic);
+  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true', LANE_STATE: 'worker' }, 606, stored);
+  const msgs = await readTopic(brokers(), output, EXP.size + 100 * 120, { timeoutMs: 60_000, settleMs: 3000 });
+  const rows = msgs.map((m) => JSON.parse(m.value!.toString()) as StatsRow);
+  const newest = newestRevisions(rows);
+  const want = new Map([...EXP].map(([k, e]) => [k, { count: e.count, sum: e.sum, min: e.min, max: e.max, avg: e.avg, stddev: e.stddev }]));
+  t.same(differences(newest, want), [], 'the newest revision per identity equals the punctual run (1e-9 relative)');
+  const seen = new Set<string>();
+  let twice = 0;
+  for (const m of msgs) {
+    const id = `${m.key!.toString()}|${(JSON.parse(m.value!.toString()) as StatsRow).revision}`;
+    if (seen.has(id)) twice++;
+    seen.add(id);
+  }
+  t.equal(twice, 0, 'no revision of a row committed twice (read_committed)');
+  t.equal([...newest.values()].filter((r) => r.closed_by === 'amended').length, 100 * 120, "agent-b's outage windows end amended");
 });

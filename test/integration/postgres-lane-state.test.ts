@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { runPipeline, type RunResult } from '../fixtures/harness.js';
 import { brokers, createTopic, keyed, produce, startEngine, uid, waitFor, workloadPoints, type Engine } from '../fixtures/kafka.js';
 import { produceTo } from '../fixtures/topics.js';
@@ -20,7 +20,8 @@ const counts = (r: RunResult) => ({ records: r.summary.records, ok: r.summary.ok
 const rec = (name: string, tsMs: number, value: number | string, dims: Record<string, string> = { hostname: 'h1' }) =>
   JSON.stringify({ metric: { name, dimensions: dims, timestamp: tsMs, value }, meta: { tenantId: 't', region: 'r' } });
 
-t.test('a file job with rejects, late records, text PostgreSQL cannot store and hours to roll up: the same tables and dead letters', async (t) => {
+/** The file job: rejects, late records, text PostgreSQL cannot store, hours to roll up. */
+function fileJob(): Record<string, string> {
   const t0 = Date.parse('2024-03-01T00:00:00Z');
   const lines: string[] = [];
   for (let i = 0; i < 900; i++) {
@@ -31,17 +32,21 @@ t.test('a file job with rejects, late records, text PostgreSQL cannot store and 
     if (i % 100 === 3) lines.push(rec('nul', t0 + i * 15_000, 1, { hostname: 'a\u0000b' }));
     // Far behind the watermark once it passed the first windows: late.
     if (i > 300 && i % 40 === 0) lines.push(rec('m2', t0 + 5_000, 1));
+    // A few windows behind: late, and within AMEND_HORIZON_SECONDS (amended where LATE_RECORDS=amend).
+    if (i > 20 && i % 30 === 0) lines.push(rec('m3', t0 + (i - 12) * 15_000, 2));
   }
-  const files = { 'in.ndjson': lines.join('\n') };
-  const env = { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '37', WINDOW_SECONDS: '60', ALLOWED_LATENESS_SECONDS: '5', LATE_RECORDS: 'dead-letter' };
+  return { 'in.ndjson': lines.join('\n') };
+}
+
+/** The file job in LANE_STATE=main, then in worker with 1 and 2 owners: the same tables, dead letters and counts. */
+async function mainAgainstWorker(t: Test, env: Record<string, string>): Promise<{ r: RunResult; tables: Record<string, string[]> }> {
+  const files = fileJob();
   const run = async (mode: string, threads: string) => {
     const s = await testSchema(t);
-    const r = await runPipeline(t, { ...env, SINK: s.url, LANE_STATE: mode, WORKER_THREADS: threads }, { files });
+    const r = await runPipeline(t, { SOURCE: 'file:$DIR/in.ndjson', BATCH_SIZE: '37', WINDOW_SECONDS: '60', ALLOWED_LATENESS_SECONDS: '5', ...env, SINK: s.url, LANE_STATE: mode, WORKER_THREADS: threads }, { files });
     return { r, tables: await storedTables(s.pool) };
   };
   const main = await run('main', '1');
-  const reasons = new Set(main.r.deadLetters.map((d) => d.reason));
-  t.ok(reasons.has('late') && reasons.has('malformed_json') && reasons.has('invalid_text'), `the input exercises rejects and late records (${[...reasons].join(', ')})`);
   t.ok(main.tables.windows!.length > 500, `${main.tables.windows!.length} windows stored`);
   t.ok(main.tables.rollups!.length > 0, `${main.tables.rollups!.length} rollups`);
   for (const threads of ['1', '2']) {
@@ -50,6 +55,20 @@ t.test('a file job with rejects, late records, text PostgreSQL cannot store and 
     t.same(letters(worker.r), letters(main.r), `WORKER_THREADS=${threads}: the same dead letters, in order`);
     t.same(counts(worker.r), counts(main.r), `WORKER_THREADS=${threads}: the same counts`);
   }
+  return main;
+}
+
+t.test('a file job with rejects, late records dead-lettered, text PostgreSQL cannot store and hours to roll up: the same tables and dead letters', async (t) => {
+  const main = await mainAgainstWorker(t, { LATE_RECORDS: 'dead-letter' });
+  const reasons = new Set(main.r.deadLetters.map((d) => d.reason));
+  t.ok(reasons.has('late') && reasons.has('malformed_json') && reasons.has('invalid_text'), `the input exercises rejects and late records (${[...reasons].join(', ')})`);
+});
+
+t.test('the same job with PERCENTILES and LATE_RECORDS=auto (amend with PostgreSQL): sketches and amended windows stored alike', async (t) => {
+  const main = await mainAgainstWorker(t, { PERCENTILES: '50,99', LATE_RECORDS: 'auto' });
+  const rows = main.tables.windows!.map((j) => JSON.parse(j) as { revision: number; sketch: unknown; sketch_bin: unknown });
+  t.ok(rows.some((r) => r.revision > 0), 'late records amended stored windows (revisions above 0)');
+  t.ok(rows.every((r) => r.sketch !== null && r.sketch_bin !== null), 'every window has its sketch, as JSON and as sketch_bin');
 });
 
 const caughtUp = (e: Engine, n: number) => () =>

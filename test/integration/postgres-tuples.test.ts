@@ -55,8 +55,7 @@ function kinds() {
     rows: (c: ClosedCells, where = LANE): RowBatch => fmtRows.format(c, where),
     tuples: (c: ClosedCells, where = LANE): RowBatch => {
       const wire = rowsWire(fmtOwner.format(c, where), c.length, false, 0);
-      const copy = tuples.tuples(c, where);
-      return new FormattedElsewhere(copy === null ? wire : { ...wire, copy }, where, () => fmtOwner.format(c, where));
+      return new FormattedElsewhere({ ...wire, copy: tuples.tuples(c, where) }, where, () => fmtOwner.format(c, where));
     },
   };
 }

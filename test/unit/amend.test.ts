@@ -6,7 +6,7 @@
 import t from 'tap';
 import { CELL, type DecodeResult } from '../../src/core/messages.js';
 import { CLOSED_BY, type ClosedCells } from '../../src/windows/cells.js';
-import { SeriesBudget, WindowStore } from '../../src/windows/store.js';
+import { SeriesBudget, SharedSeriesBudget, WindowStore } from '../../src/windows/store.js';
 import { keptCellBytes, KEPT_WINDOW_BYTES } from '../../src/windows/kept.js';
 import { Lane } from '../../src/engine/lane.js';
 import { Rng } from '../fixtures/gen.js';
@@ -331,4 +331,45 @@ t.test('after a restart a batch is split where new messages start, and a replaye
   t.notOk(lane.allReplayed(subBatch(batch, 2, 3)), 'the new part is not');
   const dl = Lane.open(2, { position: 0, watermarkMs: BASE, appliedEnd: 10 }, { ...settings, amend: undefined });
   t.equal(dl.replaySplit(batch), -1, 'LATE_RECORDS=dead-letter: batches are never split');
+});
+
+t.test('LANE_STATE=worker: kept windows of two owners in one shared budget, each owner\'s evicted for its own open series only', async (t) => {
+  const keys = Array.from({ length: 50 }, (_, i) => `series-${String(i).padStart(4, '0')}`);
+  const perWindow = KEPT_WINDOW_BYTES + keys.reduce((a, k) => a + keptCellBytes(k), 0);
+  const open = keys.reduce((a, k) => a + 512 + 6 * k.length, 0);
+  // Each owner maps the same counters: room for both owners' open series and about six kept windows.
+  const a = new SharedSeriesBudget(1_000_000, 2 * open + 6.5 * perWindow);
+  const b = new SharedSeriesBudget(1_000_000, a.maxBytes, a.buffer);
+  const storeA = new WindowStore({ windowMs: W, latenessMs: 0, budget: a, confirmRecords: 1, amend: { horizonMs: 1000 * W } });
+  const storeB = new WindowStore({ windowMs: W, latenessMs: 0, budget: b, confirmRecords: 1, amend: { horizonMs: 1000 * W } });
+  let peak = 0;
+  for (let w = 0; w < 20; w++) {
+    for (const [store, p] of [[storeA, 'a'], [storeB, 'b']] as const) {
+      store.apply(result(keys.map((key) => ({ key: `${p}${key}`, ts: BASE + w * W, v: w }))), { start: w * 100, end: w * 100 + 50 });
+      store.takeClosed();
+      peak = Math.max(peak, a.bytes);
+    }
+  }
+  t.ok(peak <= a.maxBytes, `shared state bytes ${peak} within the bound ${a.maxBytes}`);
+  // Each owner's keys carry its letter: 6 bytes more a series.
+  t.equal(a.bytes, storeA.keptBytes + storeB.keptBytes + 2 * (open + 6 * keys.length), 'the shared count is both owners\' open series and kept windows');
+  t.ok(storeA.evictedWindows > 10 && storeB.evictedWindows > 10, `each owner evicted its oldest (${storeA.evictedWindows}, ${storeB.evictedWindows})`);
+  // A late record amends its kept window in the owner, and the amendment's bytes are in the shared count.
+  const ws = storeA.keptFromMs!;
+  const amended = storeA.apply(result([{ key: `a${keys[0]}`, ts: ws + 7, v: 1 }]), { start: 5000, end: 5001 });
+  t.equal(amended.amended, 1, 'amended in its owner');
+  t.equal(storeA.takeClosed().quality?.closedBy[0], CLOSED_BY.indexOf('amended'), 'and emitted as a revision');
+  // New series in owner B: it can evict B's kept windows, never A's (A's are A's to give back).
+  const keptA = storeA.keptWindows;
+  const fresh = Array.from({ length: 3 }, (_, i) => `fresh-${i}-${'x'.repeat(200)}`);
+  const r = storeB.apply(result(fresh.map((key) => ({ key, ts: BASE + 19 * W + 2, v: 1 }))), { start: 9000, end: 9003 });
+  t.equal(r.overLimit.length, 0, 'owner B: open series admitted by evicting its own kept windows');
+  t.equal(storeA.keptWindows, keptA, 'owner A kept its windows');
+  t.ok(a.bytes <= a.maxBytes, 'still within the bound');
+  storeA.takeAll();
+  storeA.dispose();
+  storeB.takeAll();
+  storeB.dispose();
+  t.equal(a.bytes, 0, 'both owners\' lanes closed: every byte given back');
+  t.equal(a.open, 0);
 });

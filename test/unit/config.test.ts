@@ -56,13 +56,15 @@ t.test('defaults', async (t) => {
   t.equal(c.maxNameBytes, 1024, 'MAX_NAME_BYTES: any 255-character name');
   t.equal(c.maxDimensionBytes, 1024, 'MAX_DIMENSION_BYTES: any 255-character dimension');
   t.equal(c.maxSeriesKeyBytes, 2048, 'MAX_SERIES_KEY_BYTES: under PostgreSQL\'s 2704-byte index entry');
-  t.equal(c.workerThreads, 3, 'auto: 4 usable CPUs - 1');
+  t.equal(c.laneState, 'worker', 'LANE_STATE=auto: the generator\'s lanes in their owner workers');
+  t.match(c.laneStateReason, /^auto: in their owner workers/);
+  t.equal(c.workerThreads, 4, 'auto: one lane owner per usable CPU (4)');
   t.match(c.workerThreadsReason, /auto/);
   t.match(c.workerThreadsReason, /4 usable/);
   t.match(c.workerThreadsReason, /\(x\)/, 'reason includes the CPU source');
   t.equal(c.batchSize, 4000);
   t.equal(c.batchMaxBytes, 4_194_304);
-  t.equal(c.poolQueue, 2 * 3 + 1, 'POOL_QUEUE auto = 2 x threads + 1');
+  t.equal(c.poolQueue, 2 * 4 + 1, 'POOL_QUEUE auto = 2 x threads + 1');
   t.equal(c.workerMaxMemoryMb, 512);
   t.same(c.generator, {
     count: 690_000,
@@ -306,9 +308,8 @@ t.test('every validation path names the variable, the value and what is allowed'
     [{ GEN_RATE: '-1' }, 'GEN_RATE', '-1', /number from 0 to/],
     [{ SHUTDOWN_TIMEOUT_SECONDS: '0' }, 'SHUTDOWN_TIMEOUT_SECONDS', '0', NUM(1, 3600)],
     [{ LATE_RECORDS: 'drop' }, 'LATE_RECORDS', 'drop', /one of auto, dead-letter, amend/],
-    [{ LANE_STATE: 'elsewhere' }, 'LANE_STATE', 'elsewhere', /one of main, worker/],
+    [{ LANE_STATE: 'elsewhere' }, 'LANE_STATE', 'elsewhere', /one of auto, main, worker/],
     [{ LANE_STATE: 'worker', WORKER_THREADS: '0' }, 'LANE_STATE', 'worker', /needs WORKER_THREADS >= 1/],
-    [{ LANE_STATE: 'worker', WORKER_THREADS: '1', PERCENTILES: '99' }, 'LANE_STATE', 'worker', /needs PERCENTILES unset/],
     [{ LATE_RECORDS: 'amend', AMEND_HORIZON_SECONDS: '0' }, 'AMEND_HORIZON_SECONDS', '0', NUM(1, 2592000)],
     // SOURCE=redis (src/sources/redis/config.ts)
     [{ REDIS_URL: 'http://h:1' }, 'REDIS_URL', 'http://h:1', /redis:\/\/ or rediss:\/\//],
@@ -368,13 +369,13 @@ t.test('invalid calendar dates are rejected', async (t) => {
 });
 
 t.test('WORKER_THREADS=auto uses the CpuInfo passed in', async (t) => {
-  const auto = (usable: number): number => parseConfig({ WORKER_THREADS: 'auto' }, { usable, host: 64, quota: usable, source: 'fake' }).workerThreads;
+  const auto = (usable: number): number => parseConfig({ WORKER_THREADS: 'auto', LANE_STATE: 'main' }, { usable, host: 64, quota: usable, source: 'fake' }).workerThreads;
   t.equal(auto(4), 3, 'usable 4 -> 3');
   t.equal(auto(2), 1, 'usable 2 -> 1');
   t.equal(auto(1), 1, 'usable 1 -> 1 (never 0: 0 would mean decode on the main thread)');
   t.equal(auto(64), 63, 'usable 64 -> 63');
   t.equal(parseConfig({}, { usable: 1, host: 1, quota: null, source: 'host' }).workerThreads, 1, 'default is auto');
-  const c = parseConfig({ WORKER_THREADS: 'auto' }, { usable: 8, host: 8, quota: null, source: 'host CPUs (no cgroup quota)' });
+  const c = parseConfig({ WORKER_THREADS: 'auto', LANE_STATE: 'main' }, { usable: 8, host: 8, quota: null, source: 'host CPUs (no cgroup quota)' });
   t.match(c.workerThreadsReason, /8 usable CPUs \(host CPUs \(no cgroup quota\)\)/, 'reason names the CPU count and source');
   t.equal(c.poolQueue, 2 * 7 + 1);
   t.equal(defaultThreads({ usable: 3, host: 3, quota: null, source: '' }), 2);
@@ -508,7 +509,7 @@ t.test('detectCpus with a fake cgroup root', async (t) => {
   t.equal(both.quota, null, 'v2 present: v1 files are not read');
 
   // End to end: auto threads from a detected quota.
-  const c = parseConfig({ WORKER_THREADS: 'auto' }, detectCpus(dir({ 'cpu.max': '300000 100000' })));
+  const c = parseConfig({ WORKER_THREADS: 'auto', LANE_STATE: 'main' }, detectCpus(dir({ 'cpu.max': '300000 100000' })));
   t.equal(c.workerThreads, Math.max(1, Math.min(host, 3) - 1), 'auto threads follow the cgroup quota');
 });
 

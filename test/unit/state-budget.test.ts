@@ -4,7 +4,7 @@
 import t from 'tap';
 import { CELL, type DecodeResult } from '../../src/core/messages.js';
 import { bucketCode, logGammaOf, MAX_BUCKETS, SKETCH_BASE_BYTES, SKETCH_BUCKET_BYTES } from '../../src/core/sketch.js';
-import { seriesStateBytes, SeriesBudget, WindowStore } from '../../src/windows/store.js';
+import { seriesStateBytes, SeriesBudget, SharedSeriesBudget, WindowStore } from '../../src/windows/store.js';
 
 const WINDOW_MS = 60_000;
 const WS = Date.UTC(2024, 0, 1);
@@ -37,7 +37,7 @@ function wide(keys: readonly string[], from: number, buckets: number): DecodeRes
   return { kind: 'partials', records: keys.length * buckets, ok: keys.length * buckets, series: [...keys], cells, rejects: [], maxEventMs: WS, decodeSeconds: 0, sketchOffsets: offsets, sketchPairs: pairs };
 }
 
-const store = (budget: SeriesBudget) => new WindowStore({ windowMs: WINDOW_MS, latenessMs: 0, budget, sketchAccuracy: 0.01 });
+const store = (budget: SeriesBudget | SharedSeriesBudget) => new WindowStore({ windowMs: WINDOW_MS, latenessMs: 0, budget, sketchAccuracy: 0.01 });
 
 t.test('sketch buckets are charged as they grow and given back at the close', async (t) => {
   const budget = new SeriesBudget(1000);
@@ -82,4 +82,49 @@ t.test('wide sketches fill MAX_STATE_MB: new series and growing sketches are ref
   t.ok(budget.bytes <= budget.maxBytes);
   s.takeAll();
   t.equal(budget.bytes, 0);
+});
+
+t.test('LANE_STATE=worker: two owners\' sketches count in one shared budget, refused by bytes as on one thread, and given back', async (t) => {
+  const perWide = seriesStateBytes('s000') + SKETCH_BASE_BYTES + 1000 * SKETCH_BUCKET_BYTES;
+  const max = 10 * perWide + 1000;
+  // One budget object per owner over the same shared counters, as each owner worker maps them.
+  const a = new SharedSeriesBudget(100_000, max);
+  const b = new SharedSeriesBudget(100_000, max, a.buffer);
+  const keys = Array.from({ length: 15 }, (_, i) => `s${String(i).padStart(3, '0')}`);
+  const sa = store(a);
+  const sb = store(b);
+  const first = sa.apply(wide(keys.slice(0, 6), 0, 1000));
+  t.equal(first.overLimit.length, 0, 'owner A: 6 wide series fit');
+  t.equal(b.bytes, 6 * perWide, 'owner B sees owner A\'s sketches in the shared count');
+  const second = sb.apply(wide(keys.slice(6), 0, 1000));
+  t.equal(second.overLimit.length, 5, 'owner B: 4 more fit, 5 refused (10 in all, as on one thread)');
+  t.ok(second.overLimit.every((o) => o.limit === 'bytes'));
+  t.ok(a.bytes <= max, `${a.bytes} <= ${max}`);
+  const grow = sa.apply(wide(keys.slice(0, 6), 1000, 20));
+  t.equal(grow.overLimit.length, 6, 'owner A: sketches that would grow past what owner B holds too are refused');
+  sa.takeAll();
+  t.equal(b.bytes, 4 * perWide, 'owner A\'s close gives its bytes back to the shared count');
+  sb.takeAll();
+  t.equal(a.bytes, 0, 'every byte given back');
+  t.equal(a.open, 0);
+});
+
+t.test('LANE_STATE=worker: an owner that died leaves the shared budget with what it counted, the others\' share stays', async (t) => {
+  const main = new SharedSeriesBudget(100, 1_000_000, undefined, { owners: 2 });
+  const owners = [0, 1].map((owner) => new SharedSeriesBudget(100, main.maxBytes, main.buffer, { owner }));
+  const stores = owners.map(store);
+  stores[0]!.apply(wide(['a0', 'a1', 'a2'], 0, 50));
+  stores[1]!.apply(wide(['b0', 'b1'], 0, 30));
+  const share1 = 2 * (seriesStateBytes('b0') + SKETCH_BASE_BYTES + 30 * SKETCH_BUCKET_BYTES);
+  t.equal(main.open, 5);
+  main.forgetOwner(0);
+  t.equal(main.open, 2, 'owner 0\'s series are gone from the count');
+  t.equal(main.bytes, share1, 'and its bytes: what is left is owner 1\'s');
+  // The replacement counts from nothing in the same slot; owner 1 closes its lanes as usual.
+  const replacement = new SharedSeriesBudget(100, main.maxBytes, main.buffer, { owner: 0 });
+  store(replacement).apply(wide(['c0'], 0, 10));
+  stores[1]!.takeAll();
+  t.equal(main.open, 1);
+  t.equal(main.bytes, seriesStateBytes('c0') + SKETCH_BASE_BYTES + 10 * SKETCH_BUCKET_BYTES, 'only the replacement\'s state is counted');
+  t.throws(() => new SharedSeriesBudget(100, 1, main.buffer, { owner: 2 }), /owner 2 has no slot/);
 });

@@ -47,7 +47,11 @@ export function sketchJson(r: StatsRow): string | null {
  * is not an int4 bucket number or a count that is not a finite number.
  */
 export function sketchBin(r: StatsRow): Buffer | null {
-  const sk = r.sketch;
+  return sketchBinOf(r.sketch);
+}
+
+/** sketchBin of a sketch as a row carries it (SketchData), or of none. */
+export function sketchBinOf(sk: StatsRow['sketch']): Buffer | null {
   if (sk === undefined) return null;
   const pos = Object.entries(sk.pos);
   const neg = Object.entries(sk.neg);

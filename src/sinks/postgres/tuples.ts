@@ -10,7 +10,7 @@ import { stddevOf } from '../../core/stats.js';
 import type { CopyTuples } from '../../core/messages.js';
 import { CLOSED_BY, STAT, type ClosedCells } from '../../windows/cells.js';
 import { RowFormatter } from '../../windows/row.js';
-import { BinaryCopyWriter, isoMs, PG_EPOCH_MS } from './encode.js';
+import { BinaryCopyWriter, isoMs, PG_EPOCH_MS, sketchBinOf } from './encode.js';
 import { groupbyKey, newRef, textProblem } from './identity.js';
 
 /** What the worker keeps of a series: its id and the bytes of its name, groupby and unit. */
@@ -51,9 +51,8 @@ export class CopyTupleWriter {
     return s;
   }
 
-  /** The cells' rows as tuples; null for rows with sketches (the sink reads those as row objects). */
-  tuples(c: ClosedCells, where: { readonly topic: string; readonly partition: number } | undefined): CopyTuples | null {
-    if (c.sketches !== null) return null;
+  /** The cells' rows as tuples. */
+  tuples(c: ClosedCells, where: { readonly topic: string; readonly partition: number } | undefined): CopyTuples {
     const n = c.length;
     const topic = where?.topic ?? '';
     const partition = where?.partition ?? -1;
@@ -128,8 +127,10 @@ export class CopyTupleWriter {
       w.int4(period);
       w.text(topic);
       w.text(ser.unit);
-      w.text(null, true);
-      w.bytes(null);
+      // PERCENTILES: the sketch as the row object carries it (toJSON), as JSON and as sketch_bin.
+      const sketch = c.sketches?.[i]?.toJSON();
+      w.text(sketch === undefined ? null : JSON.stringify(sketch), true);
+      w.bytes(sketchBinOf(sketch));
       if (q !== null) {
         const revision = q.revision[i]!;
         if (revision > 0) amends = true;
