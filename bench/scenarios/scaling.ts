@@ -46,7 +46,7 @@ function variantId(tiny: boolean, lanes: LaneState, threads: number): string {
 }
 
 function variantFor(job: Job, threads: number, tiny: boolean, dir: string, lanes: LaneState = 'main'): Variant {
-  const vars = { ...(tiny ? job.tiny : job.vars), WORKER_THREADS: String(threads), ...(lanes === 'worker' ? { LANE_STATE: 'worker' } : {}) };
+  const vars = { ...(tiny ? job.tiny : job.vars), WORKER_THREADS: String(threads), LANE_STATE: lanes };
   const label = `${threads === 0 ? 'in-thread (WORKER_THREADS=0)' : `WORKER_THREADS=${threads}`}${lanes === 'worker' ? ' LANE_STATE=worker' : ''}`;
   return {
     id: variantId(tiny, lanes, threads),
