@@ -138,7 +138,7 @@ export class Pipeline {
     // first (src/kafka/preload.ts, src/sources/kafka/preload.ts).
     await import('./kafka/preload.js');
     if (config.source.kind === 'kafka') await import('./sources/kafka/preload.js');
-    const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka });
+    const sink = await createSink(config.sink, { logger, groupId: config.source.kind === 'redis' ? config.redis.groupId : config.kafka.groupId, kafka: config.kafka, maxSeries: config.maxSeries });
     const deadLetter = await openDeadLetter(config.deadLetter, { logger, kafka: config.kafka, metrics });
     const engineOptions: Omit<EngineOptions, 'pool'> = {
       sink,
@@ -182,6 +182,7 @@ export class Pipeline {
           ...(config.percentiles.length > 0 ? { percentiles: config.percentiles } : {}),
           ...(config.lateRecords === 'amend' ? { amend: { horizonMs: config.amendHorizonSeconds * 1000 } } : {}),
           identityKeys: sink.readsIdentityKeys === true,
+          copyTuples: sink.readsCopyTuples === true,
         },
         workerMaxMemoryMb: config.workerMaxMemoryMb,
         taskTimeoutMs: config.taskTimeoutSeconds * 1000,

@@ -219,12 +219,11 @@ interface LaneOptions {
 
 /**
  * Why the lanes cannot live in their owner workers with these options, naming the option in the way
- * (rows are formatted as bytes in the owner, for sinks that read only bytes; state, sketches and
+ * (rows are formatted as bytes in the owner, for sinks that read only bytes or PostgreSQL's COPY tuples; state, sketches and
  * windows kept for amendment included, is counted in a budget the owners share), or null.
  */
 export function laneStateRefusal(c: LaneOptions): string | null {
   if (c.workerThreads === 0) return 'needs WORKER_THREADS >= 1 (the lanes live in the workers; WORKER_THREADS=0)';
-  if (c.sink.kind === 'postgres') return 'needs SINK=stdout, file:PATH or kafka (rows are formatted as bytes in the workers; the PostgreSQL sink reads row objects)';
   return null;
 }
 

@@ -224,4 +224,29 @@ export interface RowsWire {
   readonly keys: Uint8Array | null;
   readonly keyEnds: Int32Array | null;
   readonly seconds: number;
+  /** The rows as PostgreSQL COPY tuples too, when the sink stores them so (LANE_STATE=worker, SINK=postgres). */
+  readonly copy?: CopyTuples;
+}
+
+/**
+ * Rows as binary COPY tuples (src/sinks/postgres/tuples.ts makes them where the rows are formatted),
+ * with what the PostgreSQL sink would otherwise read of each row object: which rows it refuses
+ * before sending, and each tuple's series as stored (its name, groupby and unit, for a series the
+ * main thread has not stored yet). The series id and the window start are read from the tuple.
+ */
+export interface CopyTuples {
+  /** The tuples back to back (no COPY header or trailer), in series id order; tuple i ends at ends[i]. */
+  readonly data: Uint8Array;
+  readonly ends: Int32Array;
+  /** The row (line of the NDJSON) each tuple is. */
+  readonly rows: Int32Array;
+  /** Per tuple: utf8(name) 0x00 utf8(groupby JSON) 0x00 (0x00 | 0x01 utf8(unit)); tuple i's ends at metaEnds[i]. */
+  readonly meta: Uint8Array;
+  readonly metaEnds: Int32Array;
+  /** Rows that are not tuples, by row index, and why the sink refuses them. */
+  readonly refused: ReadonlyArray<{ readonly index: number; readonly detail: string }>;
+  /** The tuples carry the quality columns (LATE_RECORDS=amend). */
+  readonly quality: boolean;
+  /** Some tuple has a revision above 0 (an amendment: stored already). */
+  readonly amends: boolean;
 }

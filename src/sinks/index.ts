@@ -7,7 +7,7 @@ import { WRITTEN_ALL, type Sink } from './types.js';
 import { NdjsonWriter } from './ndjson.js';
 import type { KafkaConfig } from '../config/index.js';
 
-export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string; kafka: KafkaConfig }): Promise<Sink> {
+export async function createSink(spec: SinkSpec, deps: { logger: Logger; groupId: string; kafka: KafkaConfig; maxSeries?: number }): Promise<Sink> {
   switch (spec.kind) {
     // The Kafka and PostgreSQL clients are loaded only by the jobs that write there.
     case 'kafka': {

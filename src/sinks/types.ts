@@ -54,6 +54,11 @@ export interface Sink {
   /** True when write() reads each row's identity key (the worker writes them with the rows). */
   readonly readsIdentityKeys?: boolean;
   /**
+   * True when write() stores a batch by its COPY tuples where it has them (copyTuples(): made by the
+   * worker that formatted the rows), and reads its row objects only for rows it refuses.
+   */
+  readonly readsCopyTuples?: boolean;
+  /**
    * Writes one emission. Resolves with the rows refused for row-level reasons (the rest, and the
    * commit, are written). Rejects only when the sink itself cannot go on (connection lost past its
    * retries, fenced, outcome unknown): the engine then stops and the process exits non-zero.

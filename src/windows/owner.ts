@@ -17,6 +17,7 @@ import { RowFormatter } from './row.js';
 import { rowsWire } from './row-task.js';
 import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type AmendSettings, type ApplyOutcome, type ClosedCells } from './store.js';
+import { CopyTupleWriter } from '../sinks/postgres/tuples.js';
 
 /** Sent once to each owner (workerData). */
 export interface OwnerSettings {
@@ -37,6 +38,8 @@ export interface OwnerSettings {
   readonly amend?: AmendSettings;
   /** The sink keys its messages by row identity (Kafka): each row's identity key comes back too. */
   readonly identityKeys: boolean;
+  /** The sink stores rows by COPY (PostgreSQL): each chunk's rows come back as COPY tuples too. */
+  readonly copyTuples?: boolean;
   readonly chunk?: ChunkLimits;
 }
 
@@ -146,11 +149,13 @@ export class LaneOwner {
   /** The last generated batch's buffer, written over by the next (nothing keeps a batch's bytes once applied). */
   #scratch: Buffer = Buffer.alloc(0);
   readonly #slabs = new RowSlabs();
+  readonly #tuples: CopyTupleWriter | null;
 
   constructor(settings: OwnerSettings) {
     this.#settings = settings;
     this.#decoder = new Decoder(settings.decoder);
     this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries, settings.percentiles ?? []);
+    this.#tuples = settings.copyTuples === true ? new CopyTupleWriter(settings.rows.windowMs, settings.rows.maxEntries) : null;
     this.#store = {
       windowMs: settings.windowMs,
       latenessMs: settings.latenessMs,
@@ -285,7 +290,9 @@ export class LaneOwner {
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const t = performance.now();
-      const { wire, slab } = this.#slabs.place(rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t));
+      const rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t);
+      const copy = this.#tuples?.tuples(c, where);
+      const { wire, slab } = this.#slabs.place(copy === undefined ? rows : { ...rows, copy });
       out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]), amended: amendedRows(c) });
     }
     return out;

@@ -50,7 +50,10 @@ export class RowSlabs {
    * that slab; the wire as it was and null when every slab is held and no more may be made.
    */
   place(wire: RowsWire): { wire: RowsWire; slab: SharedArrayBuffer | null } {
-    const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength;
+    const t = wire.copy;
+    // Int32 columns first (4-byte aligned after the 8-byte header), then the bytes.
+    const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength +
+      (t === undefined ? 0 : t.ends.byteLength + t.rows.byteLength + t.metaEnds.byteLength + t.data.byteLength + t.meta.byteLength);
     let slab = this.#slabs.find((s) => s.buffer.byteLength >= need && Atomics.load(s.state, 0) === FREE);
     if (slab === undefined) {
       let bytes = this.#minBytes;
@@ -71,14 +74,29 @@ export class RowSlabs {
     }
     Atomics.store(slab.state, 0, HELD);
     // Buffer's copy (one memmove): a typed array's set() into shared memory copies element by element.
-    const into = Buffer.from(slab.buffer);
-    const ends = wire.lineEnds;
-    copy.call(new Uint8Array(ends.buffer, ends.byteOffset, ends.byteLength), into, HEADER);
-    const at = HEADER + ends.byteLength;
-    copy.call(wire.ndjson, into, at);
-    const lineEnds = new Int32Array(slab.buffer, HEADER, ends.length);
-    const ndjson = new Uint8Array(slab.buffer, at, wire.ndjson.byteLength);
-    return { wire: { ...wire, ndjson, lineEnds }, slab: slab.buffer };
+    const buffer = slab.buffer;
+    const into = Buffer.from(buffer);
+    let at = HEADER;
+    const ints = (a: Int32Array): Int32Array => {
+      copy.call(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), into, at);
+      const view = new Int32Array(buffer, at, a.length);
+      at += a.byteLength;
+      return view;
+    };
+    const bytes = (b: Uint8Array): Uint8Array => {
+      copy.call(b, into, at);
+      const view = new Uint8Array(buffer, at, b.byteLength);
+      at += b.byteLength;
+      return view;
+    };
+    const lineEnds = ints(wire.lineEnds);
+    if (t === undefined) return { wire: { ...wire, lineEnds, ndjson: bytes(wire.ndjson) }, slab: buffer };
+    const ends = ints(t.ends);
+    const rows = ints(t.rows);
+    const metaEnds = ints(t.metaEnds);
+    const ndjson = bytes(wire.ndjson);
+    const placed = { ...t, ends, rows, metaEnds, data: bytes(t.data), meta: bytes(t.meta) };
+    return { wire: { ...wire, lineEnds, ndjson, copy: placed }, slab: buffer };
   }
 }
 

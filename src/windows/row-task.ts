@@ -6,7 +6,7 @@
 import { ClosedCells } from './cells.js';
 import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
 import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
-import type { RowSettings, RowsTask, RowsWire } from '../core/messages.js';
+import type { CopyTuples, RowSettings, RowsTask, RowsWire } from '../core/messages.js';
 
 type Where = { readonly topic: string; readonly partition: number } | undefined;
 
@@ -148,6 +148,10 @@ export class FormattedElsewhere implements RowBatch {
     const ends = this.#wire.keyEnds;
     if (this.#keys === null || ends === null) return this.#main().identityKey!(i);
     return this.#keys.toString('utf8', i === 0 ? 0 : ends[i - 1]!, ends[i]!);
+  }
+
+  copyTuples(): CopyTuples | null {
+    return this.#wire.copy ?? null;
   }
 
   identityKeyBytes(): { readonly bytes: Buffer; readonly ends: Int32Array } | null {

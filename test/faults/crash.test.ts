@@ -57,17 +57,23 @@ async function crashAndFinish(t: Test, env: Record<string, string>, seed: number
   return kills;
 }
 
-t.test(`PostgreSQL sink: ${KILLS} x kill -9, then the store equals the independent computation`, async (t) => {
+t.test(`PostgreSQL sink: ${KILLS} x kill -9, then the store equals the independent computation`, (t) => postgresKills(t, {}, 101));
+
+// LANE_STATE=worker: the owners hand the sink COPY tuples; the positions are stored with them all the same.
+t.test(`PostgreSQL sink, LANE_STATE=worker: ${KILLS} x kill -9, then the store equals the independent computation`, (t) =>
+  postgresKills(t, { LANE_STATE: 'worker', WORKER_THREADS: '2', LATE_RECORDS: 'dead-letter' }, 103));
+
+async function postgresKills(t: Test, lanes: Record<string, string>, seed: number): Promise<void> {
   const topic = await createTopic(t, 4);
   await produceTo(brokers(), topic, keyedMessages(PS));
   const db = await testSchema(t);
   const stored = async () => Number((await db.pool.query<{ s: string | null }>('SELECT sum(applied_end) AS s FROM streamstats_positions')).rows[0]!.s ?? 0);
-  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('g'), SINK: db.url }, 101, stored);
+  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: uid('g'), SINK: db.url, ...lanes }, seed, stored);
   assertStoreEquals(t, await pgRows(db.pool), EXP);
   const pos = await db.pool.query<{ n: string; total: string }>('SELECT count(*) AS n, sum(applied_end) AS total FROM streamstats_positions');
   t.equal(Number(pos.rows[0]!.n), 4, 'a position stored per partition');
   t.equal(Number(pos.rows[0]!.total), W.count, 'the stored positions cover every record of the topic');
-});
+}
 
 t.test(`Kafka sink with EXACTLY_ONCE: ${KILLS} x kill -9, a read_committed consumer sees every window exactly once`, async (t) => {
   const topic = await createTopic(t, 4);

@@ -32,12 +32,19 @@ async function crashAndFinish(t: Test, env: Record<string, string>, seed: number
   t.equal(await last.exited, 0, 'the last run exits 0 on SIGTERM');
 }
 
-t.test(`PostgreSQL sink: ${KILLS} x kill -9, then the store equals the independent computation`, async (t) => {
+/** LANE_STATE=worker: the owners hand the sink COPY tuples; the positions are stored with them all the same. */
+const WORKER_LANES = { LANE_STATE: 'worker', WORKER_THREADS: '2', LATE_RECORDS: 'dead-letter' };
+
+t.test(`PostgreSQL sink: ${KILLS} x kill -9, then the store equals the independent computation`, (t) => postgresKills(t, {}, 1));
+
+t.test(`PostgreSQL sink, LANE_STATE=worker: ${KILLS} x kill -9, then the store equals the independent computation`, (t) => postgresKills(t, WORKER_LANES, 3));
+
+async function postgresKills(t: Test, lanes: Record<string, string>, seed: number): Promise<void> {
   const topic = await createTopic(t, 4);
   await produce(topic, keyed(workloadPoints(W)));
   const db = await testSchema(t);
   const groupId = uid('g');
-  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: groupId, SINK: db.url }, 1);
+  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: groupId, SINK: db.url, ...lanes }, seed);
   const { rows } = await db.pool.query<{ name: string; groupby: Record<string, string>; period_start: Date; count: string; sum: number; min: number; max: number }>(
     'SELECT name, groupby, period_start, count, sum, min, max FROM streamstats_statistics',
   );
@@ -64,7 +71,7 @@ t.test(`PostgreSQL sink: ${KILLS} x kill -9, then the store equals the independe
   } finally {
     await admin.disconnect();
   }
-});
+}
 
 /** The Kafka half: kill -9 a transactional engine KAFKA_KILLS times, then read the output read_committed. */
 async function kafkaExactlyOnce(t: Test, env: Record<string, string>, seed: number): Promise<void> {

@@ -9,6 +9,8 @@ interface Connection {
   query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
+  /** The socket its messages go to (sendCopyFromChunk writes one CopyData message there). */
+  readonly stream?: { readonly writable: boolean; write(b: Uint8Array): boolean };
 }
 
 class CopyIn {
@@ -18,7 +20,7 @@ class CopyIn {
 
   constructor(
     readonly text: string,
-    readonly data: Buffer,
+    readonly data: Buffer | readonly Buffer[],
     private readonly done: (err: Error | null, rows: number) => void,
   ) {}
 
@@ -27,7 +29,27 @@ class CopyIn {
   }
 
   handleCopyInResponse(connection: Connection): void {
-    if (this.data.length > 0) connection.sendCopyFromChunk(this.data);
+    const data = this.data;
+    if (Buffer.isBuffer(data)) {
+      if (data.length > 0) connection.sendCopyFromChunk(data);
+    } else {
+      // Parts (a header, runs of tuples as a worker made them, a trailer) as one CopyData message:
+      // its 5-byte head, then each part written to the socket as it is. sendCopyFromChunk would copy
+      // every part into a message buffer of its own, which the main thread allocates and collects.
+      const parts = data;
+      const stream = connection.stream;
+      let bytes = 0;
+      for (const p of parts) bytes += p.length;
+      if (stream === undefined || bytes === 0) {
+        for (const p of parts) if (p.length > 0) connection.sendCopyFromChunk(p);
+      } else if (stream.writable) {
+        const head = Buffer.allocUnsafe(5);
+        head[0] = 0x64; // 'd': CopyData
+        head.writeInt32BE(bytes + 4, 1);
+        stream.write(head);
+        for (const p of parts) if (p.length > 0) stream.write(p);
+      }
+    }
     connection.endCopyFrom();
   }
 
@@ -53,8 +75,8 @@ class CopyIn {
   handleCopyData(): void {}
 }
 
-/** Runs `COPY <table> (<columns>) FROM STDIN` with `data` in text format; resolves with the rows copied. */
-export function copyFrom(client: pg.ClientBase, text: string, data: Buffer): Promise<number> {
+/** Runs `COPY <table> (<columns>) FROM STDIN` with `data` (in parts: one after the other); resolves with the rows copied. */
+export function copyFrom(client: pg.ClientBase, text: string, data: Buffer | readonly Buffer[]): Promise<number> {
   return new Promise((resolve, reject) => {
     const q = new CopyIn(text, data, (err, rows) => (err === null ? resolve(rows) : reject(err)));
     (client as unknown as { query(q: CopyIn): unknown }).query(q);

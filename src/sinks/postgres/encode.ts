@@ -24,7 +24,11 @@ export function hasQuality(rows: readonly EncodeRow[]): boolean {
 
 /** The columns of the COPY data encodeCopy makes of these rows. */
 export function copyColumns(rows: readonly EncodeRow[]): string {
-  return hasQuality(rows) ? `${COPY_COLUMNS}, ${QUALITY_COLUMNS}` : COPY_COLUMNS;
+  return qualityColumns(hasQuality(rows));
+}
+
+export function qualityColumns(quality: boolean): string {
+  return quality ? `${COPY_COLUMNS}, ${QUALITY_COLUMNS}` : COPY_COLUMNS;
 }
 
 /** The stored m2 (sum of squared deviations) from the row's population stddev. */
@@ -43,7 +47,11 @@ export function sketchJson(r: StatsRow): string | null {
  * is not an int4 bucket number or a count that is not a finite number.
  */
 export function sketchBin(r: StatsRow): Buffer | null {
-  const sk = r.sketch;
+  return sketchBinOf(r.sketch);
+}
+
+/** sketchBin of a sketch as a row carries it (SketchData), or of none. */
+export function sketchBinOf(sk: StatsRow['sketch']): Buffer | null {
   if (sk === undefined) return null;
   const pos = Object.entries(sk.pos);
   const neg = Object.entries(sk.neg);
@@ -188,9 +196,13 @@ export const COPY_NULL = '\\N';
 // ---- COPY's binary format: no text parsing on the server (timestamps, floats, uuids arrive as bytes).
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** The binary COPY header: signature, flags 0, no header extension. */
+export const COPY_HEADER = Buffer.concat([SIGNATURE, Buffer.alloc(8)]);
+/** The binary COPY trailer: a tuple of -1 fields. */
+export const COPY_TRAILER = Buffer.from([0xff, 0xff]);
 const TWO_32 = 2 ** 32;
 /** 2000-01-01T00:00:00Z in ms since the Unix epoch: PostgreSQL's timestamp epoch. */
-const PG_EPOCH_MS = 946_684_800_000;
+export const PG_EPOCH_MS = 946_684_800_000;
 
 /**
  * Builds binary COPY data row by row into one buffer that grows by doubling. Integers must be exact
@@ -200,12 +212,23 @@ export class BinaryCopyWriter {
   #buf: Buffer;
   #at = 0;
 
-  constructor(sizeHint = 64 * 1024) {
+  /** `header` false: tuples only (COPY_HEADER and COPY_TRAILER go around them when they are sent). */
+  constructor(sizeHint = 64 * 1024, header = true) {
     this.#buf = Buffer.allocUnsafe(Math.max(sizeHint, 64));
-    SIGNATURE.copy(this.#buf, 0);
-    this.#buf.writeInt32BE(0, 11); // flags
-    this.#buf.writeInt32BE(0, 15); // header extension length
-    this.#at = 19;
+    if (header) {
+      COPY_HEADER.copy(this.#buf, 0);
+      this.#at = COPY_HEADER.length;
+    }
+  }
+
+  /** Bytes written so far. */
+  get length(): number {
+    return this.#at;
+  }
+
+  /** What was written, without a trailer. */
+  take(): Buffer {
+    return this.#buf.subarray(0, this.#at);
   }
 
   #room(n: number): void {

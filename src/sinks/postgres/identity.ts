@@ -80,7 +80,8 @@ export class SeriesRefs {
   }
 }
 
-function newRef(name: string, groupby: Record<string, string | null>, unit: string | null): SeriesRef {
+/** A series' ref as this process has not stored it yet: its id, JSON and why PostgreSQL would refuse it. */
+export function newRef(name: string, groupby: Record<string, string | null>, unit: string | null): SeriesRef {
   const id = seriesId(name, groupbyKey(groupby), unit);
   const problem = seriesProblem(name, groupby) ?? textProblem('unit', unit ?? '');
   return { id, name, unit, groupbyJson: JSON.stringify(groupby), problem, stored: false, rolledMs: -Infinity, rollFailed: false };

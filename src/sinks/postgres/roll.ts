@@ -6,7 +6,6 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { SeriesRef } from './identity.js';
-import { isoMs } from './encode.js';
 
 export const ROLLUP_MS = 3_600_000;
 /** Series rolled up per emission at most (see rollUp). */
@@ -15,23 +14,24 @@ const ROLL_WORK_MEM = '64MB';
 
 const ROLL = 'SELECT id, rolled_ms FROM streamstats_roll($1::uuid[], $2::timestamptz[])';
 
+/** Notes in `want` that the series reached the hour of a stored row starting at startMs, if it is one to roll up. */
+export function wantRoll(want: Map<SeriesRef, number>, series: SeriesRef, startMs: number, periodSeconds: number): void {
+  // Windows of an hour or more would make rollups of one window each: such series stay unrolled.
+  if (series.rollFailed || !(periodSeconds < ROLLUP_MS / 1000)) return;
+  const hour = Math.floor(startMs / ROLLUP_MS) * ROLLUP_MS;
+  if (hour > series.rolledMs && hour > (want.get(series) ?? -Infinity)) want.set(series, hour);
+}
+
 /**
- * Rolls up the series of `rows` (just committed) that reached a new hour; returns the rolled_until
- * (ms) of each series offered, for the caller to note. A failure throws: the caller logs it, the rows
+ * Rolls up the series that reached a new hour (wantRoll: from the rows just committed); returns the
+ * rolled_until (ms) of each series offered, for the caller to note. A failure throws: the caller logs it, the rows
  * are stored all the same. A data error on stored windows
  * (a sketch a script stored with a key that is not a bucket number, a float8 sum that overflows) must
  * not fail the emission: the offer is rolled back to its savepoint and bisected, the series it comes
  * from are not offered again, and their windows stay readable as they are (the API reads a series'
  * windows from its rolled_until on). Anything else (a deadlock, the connection) fails the write.
  */
-export async function rollUp(client: pg.ClientBase, rows: ReadonlyArray<{ series: SeriesRef; row: { period_start: string; period: number } }>, logger?: Logger): Promise<Array<[SeriesRef, number]>> {
-  const want = new Map<SeriesRef, number>();
-  for (const { series, row } of rows) {
-    // Windows of an hour or more would make rollups of one window each: such series stay unrolled.
-    if (series.rollFailed || !(row.period < ROLLUP_MS / 1000)) continue;
-    const hour = Math.floor(isoMs(row.period_start) / ROLLUP_MS) * ROLLUP_MS;
-    if (hour > series.rolledMs && hour > (want.get(series) ?? -Infinity)) want.set(series, hour);
-  }
+export async function rollUp(client: pg.ClientBase, want: ReadonlyMap<SeriesRef, number>, logger?: Logger): Promise<Array<[SeriesRef, number]>> {
   if (want.size === 0) return [];
   // At most ROLL_SERIES at once, the longest unrolled first: when every series reaches a new hour
   // together, the work (and the time writers wait for the rollup lock) spreads over the next few

@@ -9,11 +9,13 @@ import { retry } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
 import { WRITTEN_ALL, type RowRejection, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
-import { groupbyKey, SeriesRefs, textProblem } from './identity.js';
+import { groupbyKey, SeriesRefs, textProblem, type SeriesRef } from './identity.js';
 import { MIGRATIONS, SCHEMA_LOCK_ID, TABLES } from './schema.js';
 import { binaryProblem, isoMs } from './encode.js';
-import { ensureStaging, insertCopy, insertSeries, upsertCopy, upsertUnnest, type PreparedRow } from './write.js';
-import { rollUp } from './roll.js';
+import { ensureStaging, RowSet, type PreparedRow, type WriteSet } from './write.js';
+import { rollUp, wantRoll } from './roll.js';
+import { TupleSet } from './tuple-set.js';
+import { tupleSeriesId, tupleSeriesKey, tupleSeriesMeta, tupleStartMs } from './tuples.js';
 import { redactUrl } from '../../config/redact.js';
 
 export { groupbyKey, redactUrl };
@@ -54,6 +56,21 @@ const WRITE_ATTEMPTS = 5;
 const GROUP_ROWS = 40_000;
 /** Transactions written the careful way straight away once a replay was seen (a row stored already). */
 const CAREFUL_GROUPS = 32;
+/**
+ * Series kept by id for COPY tuples at most, unless MAX_SERIES says (as the row formatter keeps its
+ * series); past it they are forgotten: stored again with DO NOTHING, offered to roll up again.
+ */
+const SERIES_BY_ID_DEFAULT = 100_000;
+
+/** Rows in a batch, without making row objects of a batch formatted elsewhere. */
+function rowCount(batch: RowBatch): number {
+  return batch.lineEnds?.().length ?? batch.rows.length;
+}
+
+/** Bytes in a buffer, as a Buffer over the same memory. */
+function bytesOf(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+}
 
 interface Pending {
   readonly batch: RowBatch;
@@ -84,20 +101,26 @@ export class PostgresSink implements Sink, PositionStore {
   readonly #groupId: string;
   readonly #logger: Logger | undefined;
   readonly #series = new SeriesRefs();
+  /** Series of COPY tuples by their id's 16 bytes as latin1 (their rows carry no groupby object to key them by). */
+  readonly #seriesById = new Map<string, SeriesRef>();
+  readonly #seriesByIdMax: number;
   readonly pipelined = true;
+  readonly readsCopyTuples = true;
   readonly #queue: Pending[] = [];
   #draining: Promise<void> | null = null;
   #carefulGroups = 0;
   #closing: Promise<void> | null = null;
 
-  private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger) {
+  private constructor(pool: pg.Pool, url: string, groupId: string, logger?: Logger, maxSeries = SERIES_BY_ID_DEFAULT) {
     this.#pool = pool;
+    this.#seriesByIdMax = maxSeries;
     this.#logger = logger;
     this.#groupId = groupId;
     this.describe = redactUrl(url);
   }
 
-  static async open(url: string, opts: { groupId: string; logger: Logger }): Promise<PostgresSink> {
+  /** `maxSeries`: MAX_SERIES, the series whose state the sink keeps by id for COPY tuples. */
+  static async open(url: string, opts: { groupId: string; logger: Logger; maxSeries?: number }): Promise<PostgresSink> {
     const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 10_000 });
     pool.on('error', (err) => opts.logger.warn({ err }, 'postgres: idle client error'));
     let client: pg.PoolClient;
@@ -114,7 +137,7 @@ export class PostgresSink implements Sink, PositionStore {
     } finally {
       client.release();
     }
-    return new PostgresSink(pool, url, opts.groupId, opts.logger);
+    return new PostgresSink(pool, url, opts.groupId, opts.logger, opts.maxSeries);
   }
 
   /**
@@ -126,7 +149,7 @@ export class PostgresSink implements Sink, PositionStore {
    * with the rows it implies. The queue is bounded by the engine (writes in flight per partition).
    */
   write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
-    if (batch.rows.length === 0 && commit === undefined) return Promise.resolve(WRITTEN_ALL);
+    if (commit === undefined && rowCount(batch) === 0) return Promise.resolve(WRITTEN_ALL);
     if (this.#closing !== null) return Promise.reject(new StreamstatsError('STREAMSTATS_SINK', 'postgres: write after close', { canRetry: false }));
     return new Promise((resolve, reject) => {
       this.#queue.push({ batch, commit, resolve, reject });
@@ -147,9 +170,11 @@ export class PostgresSink implements Sink, PositionStore {
     while (this.#queue.length > 0) {
       const group: Pending[] = [];
       let rows = 0;
-      while (this.#queue.length > 0 && (group.length === 0 || rows + this.#queue[0]!.batch.rows.length <= GROUP_ROWS)) {
+      // A group's writes are all COPY tuples or all row objects (an engine writes one kind).
+      const tuples = hasTuples(this.#queue[0]!.batch);
+      while (this.#queue.length > 0 && (group.length === 0 || (rows + rowCount(this.#queue[0]!.batch) <= GROUP_ROWS && hasTuples(this.#queue[0]!.batch) === tuples))) {
         const p = this.#queue.shift()!;
-        rows += p.batch.rows.length;
+        rows += rowCount(p.batch);
         group.push(p);
       }
       try {
@@ -173,9 +198,9 @@ export class PostgresSink implements Sink, PositionStore {
 
   async #writeOnce(group: readonly Pending[]): Promise<SinkWriteResult[]> {
     const rejected: RowRejection[][] = group.map(() => []);
-    const { rows, batchOf } = this.#prepareGroup(group, rejected);
+    const rows = hasTuples(group[0]!.batch) ? this.#prepareTuples(group, rejected) : this.#prepareGroup(group, rejected);
     const commits = lastCommits(group);
-    const n = group.reduce((a, p) => a + p.batch.rows.length, 0);
+    const n = group.reduce((a, p) => a + rowCount(p.batch), 0);
     const client = await this.#connect(n);
     // A checked-out client that loses its connection emits 'error' besides failing its query; without
     // a listener that would be an uncaught exception instead of this write's rejection.
@@ -184,7 +209,7 @@ export class PostgresSink implements Sink, PositionStore {
       broken = err;
     };
     client.on('error', onError);
-    const refused: Array<{ row: PreparedRow; detail: string }> = [];
+    const refused: Array<{ at: number; detail: string }> = [];
     try {
       await this.#transaction(client, rows, commits, refused);
     } catch (err) {
@@ -194,11 +219,17 @@ export class PostgresSink implements Sink, PositionStore {
       client.release(broken);
       throw new StreamstatsError('STREAMSTATS_SINK', `postgres: writing ${n} rows failed: ${pgDetail(err)}`, { cause: err, canRetry: !isRowError(err) });
     }
-    const refusedNow = new Set(refused.map((r) => r.row));
-    const stored = rows.filter((r) => !refusedNow.has(r));
+    const refusedNow = new Set(refused.map((r) => r.at));
+    const want = new Map<SeriesRef, number>();
+    for (let i = 0; i < rows.length; i++) {
+      if (refusedNow.size > 0 && refusedNow.has(i)) continue;
+      const series = rows.series(i);
+      series.stored = true;
+      wantRoll(want, series, rows.startMs(i), rows.period(i));
+    }
     // The rows are stored: rolling up is a cache of them, and its failure (logged) fails nothing.
     try {
-      for (const [ref, ms] of stored.length > 0 ? await rollUp(client, stored, this.#logger) : []) ref.rolledMs = ms;
+      for (const [ref, ms] of await rollUp(client, want, this.#logger)) ref.rolledMs = ms;
     } catch (err) {
       broken ??= err as Error;
       this.#logger?.warn({ err: pgDetail(err) }, 'postgres: rolling up stored windows failed; they stay readable as they are');
@@ -207,8 +238,7 @@ export class PostgresSink implements Sink, PositionStore {
       // A client whose write failed is discarded, not pooled: its session state is not known.
       client.release(broken);
     }
-    for (const r of stored) r.series.stored = true;
-    for (const r of refused) rejected[batchOf.get(r.row)!]!.push({ index: r.row.index, detail: r.detail });
+    for (const r of refused) rejected[rows.batchOf(r.at)]!.push({ index: rows.indexOf(r.at), detail: r.detail });
     return rejected.map((list) => (list.length === 0 ? WRITTEN_ALL : { rejected: list.sort((a, b) => a.index - b.index) }));
   }
 
@@ -219,17 +249,17 @@ export class PostgresSink implements Sink, PositionStore {
    * way (#writeRows: savepoints, staging + upsert, bisection), which is also taken directly for a while
    * after a replay was seen.
    */
-  async #transaction(client: pg.PoolClient, rows: readonly PreparedRow[], commits: readonly SinkCommit[], refused: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
+  async #transaction(client: pg.PoolClient, rows: WriteSet, commits: readonly SinkCommit[], refused: Array<{ at: number; detail: string }>): Promise<void> {
     // Amended rows (a revision above 0) are stored already: the COPY would fail on them, so they go
     // straight the careful way, without making the groups after them careful too.
-    const amends = rows.some((r) => (r.row.revision ?? 0) > 0);
+    const amends = rows.amends;
     if (this.#carefulGroups > 0 && rows.length > 0) this.#carefulGroups--;
     else if (!amends) {
       await client.query('BEGIN');
       try {
         if (rows.length > 0) {
-          await insertSeries(client, rows);
-          await insertCopy(client, rows);
+          await rows.insertSeries(client);
+          await rows.insertCopy(client);
         }
         await this.#savePositions(client, commits);
         await client.query('COMMIT');
@@ -263,7 +293,7 @@ export class PostgresSink implements Sink, PositionStore {
    * the later would overwrite the first). A row of the same identity as one of an earlier write of
    * the group replaces it, as writing them one after the other would have.
    */
-  #prepareGroup(group: readonly Pending[], rejected: RowRejection[][]): { rows: PreparedRow[]; batchOf: Map<PreparedRow, number> } {
+  #prepareGroup(group: readonly Pending[], rejected: RowRejection[][]): RowSet {
     const out: Array<PreparedRow | null> = [];
     const batchOf = new Map<PreparedRow, number>();
     // The row's identity as stored (series id, period_start as an instant, partition, topic) -> its
@@ -302,7 +332,71 @@ export class PostgresSink implements Sink, PositionStore {
     // In primary key order (series first): the index takes the COPY's rows in order, page after
     // page, instead of at random places (about 1 us less server CPU a row on 4,000-row emissions).
     const rows = out.filter((r): r is PreparedRow => r !== null).sort(bySeries);
-    return { rows, batchOf };
+    return new RowSet(rows, rows.map((r) => batchOf.get(r)!));
+  }
+
+  /**
+   * #prepareGroup for writes of COPY tuples: the worker that made them refused what the checks
+   * refuse (its refusals come back as they are) and put each write's tuples in series order. What
+   * is left here is what spans writes: each tuple's series as this sink knows it, and a row of the
+   * same identity as one of an earlier write of the group replacing it. Only writes of one lane can
+   * share an identity, and only where their windows overlap (an emission cut in chunks shares its
+   * boundary window): those alone are keyed row by row.
+   */
+  #prepareTuples(group: readonly Pending[], rejected: RowRejection[][]): TupleSet {
+    const all = group.map((p) => p.batch.copyTuples!()!);
+    const set = new TupleSet(all[0]!.quality, all.reduce((n, t) => n + t.ends.length, 0));
+    const byId = this.#seriesById;
+    const lanes = new Map<string, Array<{ b: number; lo: number; hi: number; min: number; max: number }>>();
+    group.forEach(({ batch }, b) => {
+      const t = all[b]!;
+      for (const r of t.refused) rejected[b]!.push({ index: r.index, detail: r.detail });
+      if (t.amends) set.amends = true;
+      const data = bytesOf(t.data);
+      set.addChunk(data);
+      const ends = t.ends;
+      const rows = t.rows;
+      const lo = set.length;
+      let min = Infinity;
+      let max = -Infinity;
+      let from = 0;
+      for (let k = 0; k < ends.length; k++) {
+        const to = ends[k]!;
+        const key = tupleSeriesKey(data, from);
+        let ref = byId.get(key);
+        if (ref === undefined) {
+          if (byId.size >= this.#seriesByIdMax) byId.clear();
+          const m = tupleSeriesMeta(bytesOf(t.meta), k === 0 ? 0 : t.metaEnds[k - 1]!, t.metaEnds[k]!);
+          ref = { id: tupleSeriesId(data, from), name: m.name, unit: m.unit, groupbyJson: m.groupbyJson, problem: null, stored: false, rolledMs: -Infinity, rollFailed: false };
+          byId.set(key, ref);
+        }
+        const start = tupleStartMs(data, from);
+        if (start < min) min = start;
+        if (start > max) max = start;
+        set.push(from, to, ref, start, b, rows[k]!);
+        from = to;
+      }
+      const w = batch.where;
+      const lane = w === undefined ? '' : `${w.topic}\u0000${w.partition}`;
+      let list = lanes.get(lane);
+      if (list === undefined) lanes.set(lane, (list = []));
+      list.push({ b, lo, hi: set.length, min, max });
+    });
+    const drop = new Set<number>();
+    for (const writes of lanes.values()) {
+      if (writes.length < 2 || !overlapping(writes)) continue;
+      const seen = new Map<string, number>();
+      for (const { lo, hi } of writes) {
+        for (let i = lo; i < hi; i++) {
+          const key = `${set.series(i).id}${set.startMs(i)}`;
+          const at = seen.get(key);
+          // Written by an earlier write of the group (a write's own duplicates were refused): this one stays.
+          if (at !== undefined) drop.add(at);
+          seen.set(key, i);
+        }
+      }
+    }
+    return drop.size === 0 ? set : set.without(drop);
   }
 
   /**
@@ -311,20 +405,20 @@ export class PostgresSink implements Sink, PositionStore {
    * and the rows are bisected: log2(n) statements per bad row, all in the same transaction as the
    * commit points.
    */
-  async #writeRows(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>, amends = false): Promise<void> {
+  async #writeRows(client: pg.ClientBase, rows: WriteSet, rejected: Array<{ at: number; detail: string }>, amends = false): Promise<void> {
     await client.query('SAVEPOINT streamstats_batch');
     try {
-      await insertSeries(client, rows);
-      if (this.#carefulGroups > 0 || amends) await upsertCopy(client, rows);
+      await rows.insertSeries(client);
+      if (this.#carefulGroups > 0 || amends) await rows.upsertCopy(client);
       else {
         try {
           await client.query('SAVEPOINT streamstats_copy');
-          await insertCopy(client, rows);
+          await rows.insertCopy(client);
           await client.query('RELEASE SAVEPOINT streamstats_copy');
         } catch (err) {
           if (sqlState(err) !== UNIQUE_VIOLATION) throw err;
           await client.query('ROLLBACK TO SAVEPOINT streamstats_copy');
-          await upsertCopy(client, rows);
+          await rows.upsertCopy(client);
         }
       }
       await client.query('RELEASE SAVEPOINT streamstats_batch');
@@ -334,15 +428,16 @@ export class PostgresSink implements Sink, PositionStore {
       await client.query('ROLLBACK TO SAVEPOINT streamstats_batch');
       await client.query('RELEASE SAVEPOINT streamstats_batch');
     }
-    await this.#bisect(client, rows, rejected);
+    await this.#bisect(client, rows, 0, rejected);
   }
 
-  async #bisect(client: pg.ClientBase, rows: readonly PreparedRow[], rejected: Array<{ row: PreparedRow; detail: string }>): Promise<void> {
+  /** `base`: the position of rows' first in the whole set, as refusals name it. */
+  async #bisect(client: pg.ClientBase, rows: WriteSet, base: number, rejected: Array<{ at: number; detail: string }>): Promise<void> {
     if (rows.length === 0) return;
     await client.query('SAVEPOINT streamstats_part');
     try {
-      await insertSeries(client, rows);
-      await upsertUnnest(client, rows);
+      await rows.insertSeries(client);
+      await rows.upsertUnnest(client);
       await client.query('RELEASE SAVEPOINT streamstats_part');
       return;
     } catch (err) {
@@ -350,13 +445,13 @@ export class PostgresSink implements Sink, PositionStore {
       await client.query('ROLLBACK TO SAVEPOINT streamstats_part');
       await client.query('RELEASE SAVEPOINT streamstats_part');
       if (rows.length === 1) {
-        rejected.push({ row: rows[0]!, detail: pgDetail(err) });
+        rejected.push({ at: base, detail: pgDetail(err) });
         return;
       }
     }
     const half = rows.length >>> 1;
-    await this.#bisect(client, rows.slice(0, half), rejected);
-    await this.#bisect(client, rows.slice(half), rejected);
+    await this.#bisect(client, rows.slice(0, half), base, rejected);
+    await this.#bisect(client, rows.slice(half, rows.length), base + half, rejected);
   }
 
   /** The points of a group, one statement (at most one per partition: lastCommits). */
@@ -396,6 +491,21 @@ export class PostgresSink implements Sink, PositionStore {
     })();
     return this.#closing;
   }
+}
+
+function hasTuples(batch: RowBatch): boolean {
+  return (batch.copyTuples?.() ?? null) !== null;
+}
+
+/** Whether any two of these writes' window ranges meet. */
+function overlapping(writes: ReadonlyArray<{ readonly min: number; readonly max: number }>): boolean {
+  const byMin = [...writes].sort((a, b) => a.min - b.min);
+  let max = -Infinity;
+  for (const w of byMin) {
+    if (w.min <= max) return true;
+    max = Math.max(max, w.max);
+  }
+  return false;
 }
 
 function bySeries(a: PreparedRow, b: PreparedRow): number {

@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import type { StatsRow } from '../../windows/row.js';
 import { copyFrom } from './copy.js';
-import { copyColumns, encodeCopy, hasQuality, m2Of, sketchBin, sketchJson, type CopyFormat, type EncodeRow } from './encode.js';
+import { copyColumns, encodeCopy, hasQuality, isoMs, m2Of, sketchBin, sketchJson, type CopyFormat, type EncodeRow } from './encode.js';
 import type { SeriesRef } from './identity.js';
 import { TABLES } from './schema.js';
 
@@ -17,10 +17,10 @@ export interface PreparedRow extends EncodeRow {
   readonly series: SeriesRef;
 }
 
-const FORMAT_OPTION: Readonly<Record<CopyFormat, string>> = { binary: ' WITH (FORMAT binary)', text: '' };
+export const FORMAT_OPTION: Readonly<Record<CopyFormat, string>> = { binary: ' WITH (FORMAT binary)', text: '' };
 
 export type { CopyFormat };
-const KEY = 'series, period_start, partition, topic';
+export const KEY = 'series, period_start, partition, topic';
 const UPDATE = `DO UPDATE SET duration_start = EXCLUDED.duration_start, duration_end = EXCLUDED.duration_end, count = EXCLUDED.count,
   sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, m2 = EXCLUDED.m2, period = EXCLUDED.period, unit = EXCLUDED.unit,
   sketch = EXCLUDED.sketch, sketch_bin = EXCLUDED.sketch_bin, updated_at = now()`;
@@ -33,7 +33,11 @@ const UPDATE_REVISED = `${UPDATE}, revision = EXCLUDED.revision, closed_by = EXC
   WHERE ${TABLES.windows}.revision <= EXCLUDED.revision`;
 
 function updateOf(rows: readonly PreparedRow[]): string {
-  return hasQuality(rows) ? UPDATE_REVISED : UPDATE;
+  return updateFor(hasQuality(rows));
+}
+
+export function updateFor(quality: boolean): string {
+  return quality ? UPDATE_REVISED : UPDATE;
 }
 
 const INSERT_SERIES = `INSERT INTO ${TABLES.series} (id, name, groupby, unit)
@@ -47,6 +51,11 @@ SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[]) ON CONFLIC
 export async function insertSeries(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
   const fresh = new Map<string, SeriesRef>();
   for (const { series: s } of rows) if (!s.stored) fresh.set(s.id, s);
+  await insertFreshSeries(client, fresh);
+}
+
+/** Inserts these series (id -> ref), none known to be stored. */
+export async function insertFreshSeries(client: pg.ClientBase, fresh: ReadonlyMap<string, SeriesRef>): Promise<void> {
   if (fresh.size === 0) return;
   const ids = [...fresh.keys()].sort();
   const names = ids.map((id) => fresh.get(id)!.name);
@@ -60,7 +69,7 @@ export async function insertCopy(client: pg.ClientBase, rows: readonly PreparedR
   await copyFrom(client, `COPY ${TABLES.windows} (${copyColumns(rows)}) FROM STDIN${FORMAT_OPTION[format]}`, encodeCopy(rows, format));
 }
 
-const STAGING = 'pg_temp.streamstats_staging';
+export const STAGING = 'pg_temp.streamstats_staging';
 const staged = new WeakSet<pg.ClientBase>();
 
 /**
@@ -93,16 +102,101 @@ ON CONFLICT (${KEY}) ${UPDATE_REVISED}`;
 /** One upsert statement with the rows as arrays (what version 1 did for every emission). */
 export async function upsertUnnest(client: pg.ClientBase, rows: readonly PreparedRow[]): Promise<void> {
   const quality = hasQuality(rows);
-  const cols: unknown[][] = Array.from({ length: quality ? 18 : 15 }, () => new Array(rows.length));
-  rows.forEach(({ row: r, series }, i) => {
-    const vals = [
+  await upsertUnnestValues(client, quality, rows.map(({ row: r, series }) => {
+    const vals: unknown[] = [
       series.id, r.period_start, r.duration_start, r.duration_end, r.count, r.sum, r.min, r.max, m2Of(r),
       r.partition ?? -1, r.period, r.topic ?? '', r.unit, sketchJson(r), sketchBin(r),
     ];
     if (quality) vals.push(r.revision ?? 0, r.closed_by ?? null, r.late_records ?? 0);
+    return vals;
+  }));
+}
+
+/** The unnest upsert of rows given as their values, in COPY_COLUMNS (and QUALITY_COLUMNS) order. */
+export async function upsertUnnestValues(client: pg.ClientBase, quality: boolean, rows: readonly (readonly unknown[])[]): Promise<void> {
+  const cols: unknown[][] = Array.from({ length: quality ? 18 : 15 }, () => new Array(rows.length));
+  rows.forEach((vals, i) => {
     for (let c = 0; c < vals.length; c++) cols[c]![i] = vals[c];
   });
   await client.query(quality
     ? { name: 'streamstats_upsert_unnest_revised', text: UPSERT_UNNEST_REVISED, values: cols }
     : { name: 'streamstats_upsert_unnest', text: UPSERT_UNNEST, values: cols });
+}
+
+/**
+ * The rows of one transaction as its statements take them, whichever way they came: row objects
+ * (RowSet) or COPY tuples a worker made (tuple-set.ts). Positions are the set's own, 0..length-1.
+ */
+export interface WriteSet {
+  readonly length: number;
+  /** Some row is an amendment (a revision above 0: stored already). */
+  readonly amends: boolean;
+  series(i: number): SeriesRef;
+  /** Row i's window start (ms) and its length (s): what rolling up reads. */
+  startMs(i: number): number;
+  period(i: number): number;
+  /** Which write of the group row i came from, and its index in that write's batch. */
+  batchOf(i: number): number;
+  indexOf(i: number): number;
+  slice(lo: number, hi: number): WriteSet;
+  insertSeries(client: pg.ClientBase): Promise<void>;
+  insertCopy(client: pg.ClientBase): Promise<void>;
+  upsertCopy(client: pg.ClientBase): Promise<void>;
+  upsertUnnest(client: pg.ClientBase): Promise<void>;
+}
+
+/** Row objects, each with its series and the write it came from. */
+export class RowSet implements WriteSet {
+  readonly amends: boolean;
+
+  constructor(
+    readonly rows: readonly PreparedRow[],
+    readonly batches: readonly number[],
+  ) {
+    this.amends = rows.some((r) => (r.row.revision ?? 0) > 0);
+  }
+
+  get length(): number {
+    return this.rows.length;
+  }
+
+  series(i: number): SeriesRef {
+    return this.rows[i]!.series;
+  }
+
+  startMs(i: number): number {
+    return isoMs(this.rows[i]!.row.period_start);
+  }
+
+  period(i: number): number {
+    return this.rows[i]!.row.period;
+  }
+
+  batchOf(i: number): number {
+    return this.batches[i]!;
+  }
+
+  indexOf(i: number): number {
+    return this.rows[i]!.index;
+  }
+
+  slice(lo: number, hi: number): RowSet {
+    return new RowSet(this.rows.slice(lo, hi), this.batches.slice(lo, hi));
+  }
+
+  insertSeries(client: pg.ClientBase): Promise<void> {
+    return insertSeries(client, this.rows);
+  }
+
+  insertCopy(client: pg.ClientBase): Promise<void> {
+    return insertCopy(client, this.rows);
+  }
+
+  upsertCopy(client: pg.ClientBase): Promise<void> {
+    return upsertCopy(client, this.rows);
+  }
+
+  upsertUnnest(client: pg.ClientBase): Promise<void> {
+    return upsertUnnest(client, this.rows);
+  }
 }
