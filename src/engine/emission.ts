@@ -3,6 +3,7 @@
 import type { LaneIdentity } from '../commit/types.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
 import type { CellList } from '../windows/cells.js';
+import type { Metrics } from '../metrics/index.js';
 
 export { EMIT_CHUNK_DEFAULTS, rowBytesEstimate, splitCells, windowCount, windowsEnded, type ChunkLimits } from '../windows/chunks.js';
 
@@ -48,4 +49,50 @@ export async function formatWhole(format: (cells: CellList) => RowBatch | Promis
       return p.identityKey!(j);
     },
   };
+}
+
+/** What a lane reports for the state gauges: the Lane itself (main engine) or its owner's last figures. */
+export interface LaneCounts {
+  readonly openSeries: number;
+  readonly openWindows: number;
+  readonly keptWindows: number;
+  readonly keptBytes: number;
+  readonly evictedWindows: number;
+}
+
+/** What the engine keeps beside a lane for the gauges: rows handed to the sink and not yet written, evictions counted. */
+export interface GaugedLane {
+  readonly unwrittenCells: number;
+  readonly unwrittenWindows: number;
+  evictedSeen: number;
+}
+
+/**
+ * Sets the open-state gauges over every lane (rows on their way to the sink still count as open) and,
+ * with amendment, the kept-window gauges and the evictions since the last call. Shared by both engines.
+ */
+export function setStateGauges<L extends GaugedLane>(metrics: Metrics, lanes: Iterable<L>, counts: (lane: L) => LaneCounts, stateBytes: number, amend: boolean): void {
+  let series = 0;
+  let windows = 0;
+  let keptBytes = 0;
+  let kept = 0;
+  for (const s of lanes) {
+    const c = counts(s);
+    series += c.openSeries + s.unwrittenCells;
+    windows += c.openWindows + s.unwrittenWindows;
+    if (!amend) continue;
+    keptBytes += c.keptBytes;
+    kept += c.keptWindows;
+    if (c.evictedWindows > s.evictedSeen) {
+      metrics.amendEvictedWindows.inc(c.evictedWindows - s.evictedSeen);
+      s.evictedSeen = c.evictedWindows;
+    }
+  }
+  metrics.openSeries.set(series);
+  metrics.openWindows.set(windows);
+  metrics.stateBytes.set(stateBytes);
+  if (amend) {
+    metrics.amendStateBytes.set(keptBytes);
+    metrics.amendKeptWindows.set(kept);
+  }
 }

@@ -19,7 +19,7 @@ import { ClosedCells, SeriesBudget, type CellList, type ClosedBy } from '../wind
 import { amendedRows } from '../windows/cells.js';
 import { admit } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
-import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, yieldToLoop } from './emission.js';
+import { EMIT_CHUNK_DEFAULTS, formatWhole, splitCells, windowCount, windowsEnded, setStateGauges, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
 import { Lane, subBatch, type StoreSettings } from './lane.js';
 import { RowPlacement } from './placement.js';
@@ -450,31 +450,9 @@ export class Engine implements LaneHost {
   }
 
   #updateGauges(): void {
-    const amend = this.#store.amend !== undefined;
-    let series = 0;
-    let windows = 0;
-    let keptBytes = 0;
-    let kept = 0;
-    for (const s of this.#lanes.values()) {
-      series += s.lane.openSeries + s.unwrittenCells;
-      windows += s.lane.openWindows + s.unwrittenWindows;
-      if (!amend) continue;
-      keptBytes += s.lane.keptBytes;
-      kept += s.lane.keptWindows;
-      const evicted = s.lane.evictedWindows;
-      if (evicted > s.evictedSeen) {
-        this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
-        s.evictedSeen = evicted;
-      }
-    }
-    this.#o.metrics.openSeries.set(series);
-    this.#o.metrics.openWindows.set(windows);
-    this.#o.metrics.stateBytes.set(this.#store.budget.bytes);
-    if (amend) {
-      this.#o.metrics.amendStateBytes.set(keptBytes);
-      this.#o.metrics.amendKeptWindows.set(kept);
-    }
+    setStateGauges(this.#o.metrics, this.#lanes.values(), (s) => s.lane, this.#store.budget.bytes, this.#store.amend !== undefined);
   }
+
 }
 
 /**

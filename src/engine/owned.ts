@@ -31,7 +31,7 @@ import { replaySplitAt, subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
 import { admit, admitGenerated, type Admission } from './admit.js';
 import { DeadLetterBuilder, type BatchOrigin } from './dead-letters.js';
-import { yieldToLoop } from './emission.js';
+import { setStateGauges, yieldToLoop } from './emission.js';
 import { LateWarner, lateLetters } from './late.js';
 import type { EngineOptions, EngineTotals } from './types.js';
 
@@ -539,31 +539,9 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
   }
 
   #updateGauges(): void {
-    const amend = this.#o.lateRecords === 'amend';
-    let series = 0;
-    let windows = 0;
-    let keptBytes = 0;
-    let kept = 0;
-    for (const s of this.#lanes.values()) {
-      series += s.figures.openSeries + s.unwrittenCells;
-      windows += s.figures.openWindows + s.unwrittenWindows;
-      if (!amend) continue;
-      keptBytes += s.figures.keptBytes;
-      kept += s.figures.keptWindows;
-      const evicted = s.figures.evictedWindows;
-      if (evicted > s.evictedSeen) {
-        this.#o.metrics.amendEvictedWindows.inc(evicted - s.evictedSeen);
-        s.evictedSeen = evicted;
-      }
-    }
-    this.#o.metrics.openSeries.set(series);
-    this.#o.metrics.openWindows.set(windows);
-    this.#o.metrics.stateBytes.set(this.#o.budget.bytes);
-    if (amend) {
-      this.#o.metrics.amendStateBytes.set(keptBytes);
-      this.#o.metrics.amendKeptWindows.set(kept);
-    }
+    setStateGauges(this.#o.metrics, this.#lanes.values(), (s) => s.figures, this.#o.budget.bytes, this.#o.lateRecords === 'amend');
   }
+
 }
 
 /** A batch as an apply task: its bytes moved (or shared memory read in place) and its positions as numbers. */

@@ -73,13 +73,14 @@ t.test(`PostgreSQL sink, amend: ${KILLS} x kill -9 during amendments, then one r
   t.equal(await stored(), MESSAGES.length, 'the stored position covers every record');
 });
 
-t.test(`Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendments, the newest revision per key equals the punctual run`, async (t) => {
+/** The exactly-once half: kill -9 KILLS times during amendments, then read the output read_committed. */
+async function exactlyOnceAmend(t: Test, env: Record<string, string>, seed: number): Promise<void> {
   const topic = await createTopic(t, 1);
   const output = await createTopic(t, 1);
   await produceTo(brokers(), topic, MESSAGES);
   const group = uid('g');
   const stored = () => committedAppliedEnds(group, topic);
-  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true' }, 404, stored);
+  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true', ...env }, seed, stored);
   const msgs = await readTopic(brokers(), output, EXP.size + 100 * 120, { timeoutMs: 60_000, settleMs: 3000 });
   const rows = msgs.map((m) => JSON.parse(m.value!.toString()) as StatsRow);
   const newest = newestRevisions(rows);
@@ -88,15 +89,17 @@ t.test(`Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendment
   // A revision is written once: the same identity and revision twice would be an amendment applied twice.
   const seen = new Set<string>();
   let twice = 0;
-  for (const m of msgs) {
-    const r = JSON.parse(m.value!.toString()) as StatsRow;
-    const id = `${m.key!.toString()}|${r.revision}`;
+  for (let i = 0; i < msgs.length; i++) {
+    const id = `${msgs[i]!.key!.toString()}|${rows[i]!.revision}`;
     if (seen.has(id)) twice++;
     seen.add(id);
   }
   t.equal(twice, 0, 'no revision of a row committed twice (read_committed)');
   t.ok(rows.every((r) => typeof r.revision === 'number'), 'every row carries its revision');
-});
+  t.equal([...newest.values()].filter((r) => r.closed_by === 'amended').length, 100 * 120, "agent-b's outage windows end amended");
+}
+
+t.test(`Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendments, the newest revision per key equals the punctual run`, (t) => exactlyOnceAmend(t, {}, 404));
 
 t.test(`LANE_STATE=worker, Kafka sink at least once, amend: ${KILLS} x kill -9 during amendments, the newest revision per key equals the punctual run`, async (t) => {
   // The kept windows live in the lane's owner: each restart rebuilds them there from the replay
@@ -125,28 +128,8 @@ t.test(`LANE_STATE=worker, Kafka sink at least once, amend: ${KILLS} x kill -9 d
   t.ok(meta !== null && typeof meta.keptFromMs === 'number', `the commit point carries keptFromMs (${JSON.stringify(meta)})`);
 });
 
-t.test(`LANE_STATE=main, Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendments, no revision twice and the newest per key equals the punctual run`, async (t) => {
-  // The test above runs the default, the kept windows in the lane's owner worker; this one keeps
-  // them on the main thread, where the main thread amends them and writes each emission with its
-  // point (keptFromMs included) in one transaction.
-  const topic = await createTopic(t, 1);
-  const output = await createTopic(t, 1);
-  await produceTo(brokers(), topic, MESSAGES);
-  const group = uid('g');
-  const stored = () => committedAppliedEnds(group, topic);
-  await crashAndFinish(t, { KAFKA_TOPICS: topic, KAFKA_GROUP_ID: group, SINK: 'kafka', OUTPUT_TOPIC: output, EXACTLY_ONCE: 'true', LANE_STATE: 'main' }, 606, stored);
-  const msgs = await readTopic(brokers(), output, EXP.size + 100 * 120, { timeoutMs: 60_000, settleMs: 3000 });
-  const rows = msgs.map((m) => JSON.parse(m.value!.toString()) as StatsRow);
-  const newest = newestRevisions(rows);
-  const want = new Map([...EXP].map(([k, e]) => [k, { count: e.count, sum: e.sum, min: e.min, max: e.max, avg: e.avg, stddev: e.stddev }]));
-  t.same(differences(newest, want), [], 'the newest revision per identity equals the punctual run (1e-9 relative)');
-  const seen = new Set<string>();
-  let twice = 0;
-  for (const m of msgs) {
-    const id = `${m.key!.toString()}|${(JSON.parse(m.value!.toString()) as StatsRow).revision}`;
-    if (seen.has(id)) twice++;
-    seen.add(id);
-  }
-  t.equal(twice, 0, 'no revision of a row committed twice (read_committed)');
-  t.equal([...newest.values()].filter((r) => r.closed_by === 'amended').length, 100 * 120, "agent-b's outage windows end amended");
-});
+// The test above runs the default, the kept windows in the lane's owner worker; this one keeps them
+// on the main thread, where the main thread amends them and writes each emission with its point
+// (keptFromMs included) in one transaction.
+t.test(`LANE_STATE=main, Kafka sink with EXACTLY_ONCE, amend: ${KILLS} x kill -9 during amendments, no revision twice and the newest per key equals the punctual run`, (t) =>
+  exactlyOnceAmend(t, { LANE_STATE: 'main' }, 606));
