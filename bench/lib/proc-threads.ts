@@ -7,6 +7,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 const TICKS = 100;
 
+/** The kinds of thread the benches report, by the names /proc and thread-cpu-preload.ts give them. */
+export const THREAD_KINDS = { main: 'MAIN', workers: 'WorkerThread', v8: 'V8Worker', libuv: 'libuv-worker' } as const;
+
 export type ThreadCpu = Readonly<Record<string, number>>;
 
 /** CPU seconds (user + system) per kind of thread of process `pid` now. */

@@ -34,7 +34,7 @@ import { buildPeer, internalTopics, startPeer, type PeerGuarantee } from '../lib
 import { alternate, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
 import { createPgSchema, dropPgSchema, PG_URL, pgProblem, pgTableStats, TopicEnd } from '../lib/outputs.js';
 import { PgCostProbe, pgCostPerRow, withAppName } from '../lib/pg-cost.js';
-import { threadCpu, threadCpuBetween, type ThreadCpu } from '../lib/proc-threads.js';
+import { THREAD_KINDS, threadCpu, threadCpuBetween, type ThreadCpu } from '../lib/proc-threads.js';
 import { ROOT, variant, type Scenario } from '../lib/scenario.js';
 import { fmt, summarize, type Summary } from '../lib/stats.js';
 import type { ConsumeDone, ConsumeVariant } from '../child/kafka-consume.js';
@@ -436,9 +436,6 @@ export async function runEngine(
     await admin?.disconnect().catch(() => {});
   }
 }
-
-/** Kinds of thread in proc-threads.ts's snapshots, by the names the samples carry. */
-export const THREAD_KINDS = { main: 'MAIN', workers: 'WorkerThread', v8: 'V8Worker', libuv: 'libuv-worker' } as const;
 
 /** us of CPU per input record by kind of thread, first message to last row (`stream<Kind>UsPerRecord`, `streamAllUsPerRecord`). */
 export function streamCpuExtra(n: number, cpu: ThreadCpu): Record<string, number> {

@@ -12,7 +12,8 @@ import { alternate, type Sample, type Variant, type VariantResult } from '../lib
 import { pgProblem } from '../lib/outputs.js';
 import type { Scenario } from '../lib/scenario.js';
 import { fmt } from '../lib/stats.js';
-import { deleteTopic, loadWorkload, requireBroker, runEngine, runEngineToKafka, runEngineToPostgres, sinkSample, streamCpuExtra, THREAD_KINDS, uid } from './kafka-e2e.js';
+import { deleteTopic, loadWorkload, requireBroker, runEngine, runEngineToKafka, runEngineToPostgres, sinkSample, streamCpuExtra, uid } from './kafka-e2e.js';
+import { THREAD_KINDS } from '../lib/proc-threads.js';
 
 const PARTITIONS = 4;
 /** Main-thread us per record the task model must reach with the clients' socket work still there. */
@@ -55,6 +56,7 @@ export const lanesScenario: Scenario = {
       ctx.log(`  lanes: loading ${fmt.int(n)} messages into ${topic} (${PARTITIONS} partitions)`);
       const w = await loadWorkload(topic, n, PARTITIONS);
       const variants: Variant[] = [];
+      const runs: Array<{ id: string; sink: SinkKind; lanes: Lanes }> = [];
       // STREAMSTATS_BENCH_LANES_SINKS=file,kafka measures those sinks only (a look at one path).
       const only = process.env['STREAMSTATS_BENCH_LANES_SINKS']?.split(',');
       for (const sink of (Object.keys(SINKS) as SinkKind[]).filter((k) => only === undefined || only.includes(k))) {
@@ -73,6 +75,7 @@ export const lanesScenario: Scenario = {
             if (sink === 'postgres') return runEngineToPostgres(topic, n, scratch.dir, w, vars);
             return runEngineToKafka(topic, n, scratch.dir, w, sink === 'kafka-eos', vars);
           };
+          runs.push({ id: `${sink}-${lanes}`, sink, lanes });
           variants.push({ id: `${sink}-${lanes}`, label: `${SINKS[sink]} LANE_STATE=${lanes}`, config: { SOURCE: 'kafka', sink: SINKS[sink], LANE_STATE: lanes, WORKER_THREADS: 'auto' }, run });
         }
       }
@@ -87,11 +90,10 @@ export const lanesScenario: Scenario = {
         '| sink | LANE_STATE | records/s to the last row (median) | main us/record | workers | V8 helpers | libuv | all threads | vs file:/dev/null (same LANE_STATE) |',
         '|---|---|---:|---:|---:|---:|---:|---:|---:|',
       ];
-      for (const v of variants) {
-        const r = byId.get(v.id)!;
-        const [sink, lanes] = [v.id.replace(/-(main|worker)$/, '') as SinkKind, v.id.endsWith('-worker') ? 'worker' : 'main'];
+      for (const { id, sink, lanes } of runs) {
+        const r = byId.get(id)!;
         const k = (kind: keyof typeof THREAD_KINDS) => med(r, `stream${kind[0]!.toUpperCase()}${kind.slice(1)}UsPerRecord`);
-        lines.push(`| ${SINKS[sink]} | ${lanes} | ${fmt.int(r.recordsPerSecond.median)} | ${us(k('main'))} | ${us(k('workers'))} | ${us(k('v8'))} | ${us(k('libuv'))} | ${us(med(r, 'streamAllUsPerRecord'))} | ${sink === 'file' ? '1.00x' : `${(rate(v.id) / rate(`file-${lanes}`)).toFixed(2)}x`} |`);
+        lines.push(`| ${SINKS[sink]} | ${lanes} | ${fmt.int(r.recordsPerSecond.median)} | ${us(k('main'))} | ${us(k('workers'))} | ${us(k('v8'))} | ${us(k('libuv'))} | ${us(med(r, 'streamAllUsPerRecord'))} | ${sink === 'file' ? '1.00x' : `${(rate(id) / rate(`file-${lanes}`)).toFixed(2)}x`} |`);
       }
       lines.push('');
       const targets: string[] = [];

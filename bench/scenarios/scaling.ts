@@ -18,10 +18,10 @@ import { ensureCeilometerFile } from '../lib/ceilometer-data.js';
 import { scratchDir } from '../lib/child.js';
 import { alternate, type Protocol, type Sample, type Variant, type VariantResult } from '../lib/measure.js';
 import { ROOT, type Group, type Scenario, type ScenarioOutput } from '../lib/scenario.js';
+import { THREAD_KINDS } from '../lib/proc-threads.js';
 import { fmt } from '../lib/stats.js';
 import { timedCli, type Timed } from '../lib/timed.js';
 
-const KINDS = { main: 'MAIN', workers: 'WorkerThread', v8: 'V8Worker', libuv: 'libuv-worker' } as const;
 
 interface Job {
   readonly id: string;
@@ -34,7 +34,7 @@ interface Job {
 
 function sampleOf(t: Timed, records: number, recordsPerSecond: number, elapsedSeconds: number): Sample {
   const extra: Record<string, number> = { records, cpuS: t.cpuSeconds, cores: t.cpuSeconds / t.wallSeconds };
-  for (const [k, name] of Object.entries(KINDS)) extra[`${k}S`] = t.threads[name] ?? 0;
+  for (const [k, name] of Object.entries(THREAD_KINDS)) extra[`${k}S`] = t.threads[name] ?? 0;
   return { recordsPerSecond, elapsedSeconds, peakRssBytes: t.maxRssBytes, extra };
 }
 
@@ -69,7 +69,7 @@ export interface ScalingRow {
   readonly recordsPerSecond: number;
   readonly vsInThread: number;
   /** us of CPU per record, start-up subtracted. */
-  readonly us: Readonly<Record<keyof typeof KINDS | 'all', number>>;
+  readonly us: Readonly<Record<keyof typeof THREAD_KINDS | 'all', number>>;
   readonly cores: number;
   /** all / main: the most any number of workers could give over one thread. */
   readonly ceiling: number;
