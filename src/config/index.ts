@@ -120,7 +120,7 @@ function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean): { workerThreads
   const workerThreads = threads === 'auto' ? (owned ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
   const workerThreadsReason = threads === 'auto'
     ? owned
-      ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a lane owner (LANE_STATE=worker: the main thread only moves bytes)`
+      ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a lane owner (the lanes live in their owner workers: the main thread only moves bytes)`
       : `auto: ${cpus.usable} usable CPUs (${cpus.source}) - 1 for the main thread`
     : threads === 0 ? 'WORKER_THREADS=0: decode on the main thread (baseline)' : 'WORKER_THREADS set';
   const queue = r.get('POOL_QUEUE');

@@ -384,7 +384,7 @@ t.test('WORKER_THREADS=auto uses the CpuInfo passed in', async (t) => {
   t.equal(owned(4).workerThreads, 4, 'LANE_STATE=worker, usable 4 -> 4');
   t.equal(owned(1).workerThreads, 1, 'LANE_STATE=worker, usable 1 -> 1');
   t.equal(owned(4).poolQueue, 2 * 4 + 1, 'POOL_QUEUE auto follows');
-  t.match(owned(2).workerThreadsReason, /2 usable CPUs \(fake\), every one to a lane owner \(LANE_STATE=worker/);
+  t.match(owned(2).workerThreadsReason, /2 usable CPUs \(fake\), every one to a lane owner \(the lanes live in their owner workers/);
   t.equal(parseConfig({ LANE_STATE: 'worker', WORKER_THREADS: '1' }, { usable: 4, host: 4, quota: null, source: '' }).workerThreads, 1, 'a number stays that number');
   t.equal(defaultThreads({ usable: 0, host: 0, quota: null, source: '' }), 1, 'never below 1');
 });
