@@ -231,14 +231,11 @@ export function laneStateRefusal(c: LaneOptions): string | null {
  * Sources whose lanes LANE_STATE=auto keeps on the main thread, and why. A file or stdin is one lane,
  * and one owner is one worker, while with the lanes on the main thread every worker decodes that
  * lane's batches: on a machine of many cores the pool is then the faster (a lane split across workers
- * is not built yet). A Redis lane whose owner dies cannot be rebuilt by replay yet (its pending
- * entries would have to be read again from the lane's point), so it would end the process where the
- * decode pool retries the batch.
+ * is not built yet).
  */
 const AUTO_KEEPS_MAIN: Readonly<Partial<Record<SourceSpec['kind'], string>>> = {
   file: 'a file is one lane, which one owner worker alone would decode',
   stdin: 'stdin is one lane, which one owner worker alone would decode',
-  redis: 'a Redis lane whose owner worker died cannot be rebuilt by replay yet',
 };
 
 /**

@@ -187,7 +187,7 @@ t.test('LANE_STATE=auto (the default): in the owner workers where the source gai
   t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in', SINK: 'kafka', OUTPUT_TOPIC: 'out', EXACTLY_ONCE: 'true' }), /^worker: /, 'Kafka to Kafka in transactions');
   t.match(lanes({ SOURCE: 'file:/tmp/in.ndjson' }), /^main: auto: on the main thread, since a file is one lane/, 'a file');
   t.match(lanes({ SOURCE: 'stdin' }), /^main: .*stdin is one lane/, 'stdin');
-  t.match(lanes({ SOURCE: 'redis', REDIS_STREAMS: 's' }), /^main: .*cannot be rebuilt by replay/, 'Redis');
+  t.match(lanes({ SOURCE: 'redis', REDIS_STREAMS: 's' }), /^worker: auto: in their owner workers/, 'Redis: the lane of a lost owner is rebuilt from its pending entries');
   t.match(lanes({ WORKER_THREADS: '0' }), /^main: .*needs WORKER_THREADS >= 1/, 'in-thread');
   t.match(lanes({ PERCENTILES: '99' }), /^worker: /, 'percentiles: the sketches live in the owners too');
   t.match(lanes({ SOURCE: 'kafka', KAFKA_TOPICS: 'in', LATE_RECORDS: 'amend' }), /^worker: /, 'amendment: the kept windows too');

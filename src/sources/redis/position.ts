@@ -141,6 +141,15 @@ export class LanePositions {
     return this.#segments;
   }
 
+  /**
+   * The positions a lane read again from a point has, as a restart would build them from what is
+   * stored (every segment and the mark are stored before their entries go on): entries read before
+   * get their positions again, new ones follow from `floor` (where the replayed lane resumes).
+   */
+  rewound(floor: number): LanePositions {
+    return new LanePositions(this.#segments, this.#mark, floor);
+  }
+
   /** The last position given in this run (-1 before the first). */
   get last(): number {
     return this.#last;

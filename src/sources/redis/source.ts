@@ -8,7 +8,7 @@
 // idle flush (../lanes/idle.ts), the jittered back-off (backoffMs) and the lag from lane status.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CommitPoint } from '../../commit/types.js';
+import type { CommitPoint, LaneInit } from '../../commit/types.js';
 import { LaneCommits, type CommitReason } from '../lanes/commits.js';
 import { flushIdle } from '../lanes/idle.js';
 import { pendingAgeSeconds, type LaneHost } from '../types.js';
@@ -52,6 +52,8 @@ interface StreamLane extends LaneKey {
   readonly restoredPosition: number;
   /** The restored point's applied end: entries below it were processed (and dead-lettered, if so) by an earlier run. */
   readonly restoredAppliedEnd: number;
+  /** What the lane host opened the lane with: a lane rebuilt before its first commit point opens with it again. */
+  readonly init: LaneInit;
   caughtUp: boolean;
   loop: Promise<void>;
   /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
@@ -114,6 +116,43 @@ export class RedisSource {
       per: 'each',
       onFailed: (err, _, points) => opts.logger.warn({ err, stream: points[0]?.[0].stream }, 'redis: commit failed; the next one retries'),
     });
+    opts.lanes.replayWith?.({ rewind: (lane, point) => this.#rewind(lane, point) });
+  }
+
+  /**
+   * A lane's state was lost (its owner worker died): the lane is read again from its commit point
+   * under a fresh lane number, as a restart would read it. Everything it read and did not commit is
+   * still pending for its consumer (acknowledgement stops below the commit point), so its PEL from
+   * the start holds the replay; the entries below the point in it are skipped (their rows are
+   * written) and acknowledged, as after a restart. The old lane's read loop ends first, so no read
+   * of it delivers entries the new lane's PEL read has already passed.
+   */
+  #rewind(id: number, point: CommitPoint | null): boolean {
+    const old = this.#lanes.get(id);
+    // Closed since (a finished takeover), or stopping: the next run restores it from the stored point.
+    if (old === undefined || this.#stop.raised) return true;
+    const init: LaneInit = point === null ? old.init : { identity: old.init.identity, ...point };
+    const lane: StreamLane = {
+      stream: old.stream, consumer: old.consumer, partition: old.partition,
+      id: this.#nextId++, own: old.own, init, cursor: '0', lastId: '0',
+      restoredPosition: point?.position ?? old.restoredPosition, restoredAppliedEnd: point?.appliedEnd ?? old.restoredAppliedEnd,
+      caughtUp: false, loop: Promise.resolve(), positions: old.positions, conn: null, stalled: null, replayUpTo: old.replayUpTo,
+    };
+    this.#lanes.delete(id);
+    this.#lanes.set(lane.id, lane);
+    this.#o.lanes.open(lane.id, init);
+    this.#o.logger.warn({ stream: lane.stream, consumer: lane.consumer, position: lane.restoredPosition, lane: lane.id }, 'redis: replaying a lane that lost its state, from its commit point (its pending entries)');
+    lane.loop = (async () => {
+      await old.loop;
+      if (this.#stop.raised || this.#lanes.get(lane.id) !== lane) return;
+      // Built after the old loop ended: it may have placed entries (segments) that the replay reads again.
+      lane.positions = old.positions.rewound(Math.max(lane.restoredPosition, lane.restoredAppliedEnd));
+      const conn = await connect(this.#o.redis, this.#o.logger, `${this.#o.redis.consumer}:${lane.id}`, this.#stop);
+      if (conn === null) return;
+      lane.conn = conn;
+      await this.#read(lane, conn).finally(() => conn.close());
+    })().catch((err: unknown) => this.#fail(err));
+    return true;
   }
 
   /** Ready: every lane reading, over connections that are up (not while Redis is away or a group is being recreated). */
@@ -220,8 +259,9 @@ export class RedisSource {
     const id = this.#nextId++;
     const identity = { topic: key.stream, partition: key.partition };
     const restored = stored === null ? { identity } : { identity, watermarkMs: stored.watermarkMs, appliedEnd: stored.appliedEnd };
-    lanes.open(id, stored?.keptFromMs === undefined ? restored : { ...restored, keptFromMs: stored.keptFromMs });
-    const lane: StreamLane = { ...key, id, own, cursor: '0', lastId: '0', restoredPosition: stored?.position ?? 0, restoredAppliedEnd: stored?.appliedEnd ?? -1, caughtUp: false, loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
+    const init: LaneInit = stored?.keptFromMs === undefined ? restored : { ...restored, keptFromMs: stored.keptFromMs };
+    lanes.open(id, init);
+    const lane: StreamLane = { ...key, id, own, init, cursor: '0', lastId: '0', restoredPosition: stored?.position ?? 0, restoredAppliedEnd: stored?.appliedEnd ?? -1, caughtUp: false, loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
     const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
