@@ -13,6 +13,23 @@ t.test('ids of XADD * (below 4096 a millisecond) keep the exact mapping ms * 409
   t.same(ids.map((id) => p.assign(id)), ids.map((id) => Number(id.split('-')[0]) * 4096 + Number(id.split('-')[1])), 'the positions stored points hold today');
   t.equal(p.takeChanges(), null, 'nothing to store');
   t.equal(p.idBelow(1700000000000 * 4096 + 17), '1700000000000-17', 'the acknowledgement bound of a point is its id');
+  t.ok(p.natural, 'natural: the id range below idBelow(p) is exactly the positions below p, so Redis may acknowledge it alone');
+  const again = p.rewound(1700000000000 * 4096);
+  t.same(ids.map((id) => again.assign(id)), ids.map((id) => Number(id.split('-')[0]) * 4096 + Number(id.split('-')[1])), 'rewound: a replay from the start gives every entry its position again');
+});
+
+t.test('a segment or an entry with seq >= 4096 makes positions not natural, for good in that run and after', async (t) => {
+  const burst = fresh();
+  for (let i = 0; i < 5000; i++) burst.assign(`7-${i}`);
+  t.notOk(burst.natural, 'a millisecond of 5,000 entries: ids no longer sort like natural positions');
+  // As the source does after every read: the mark is stored before the entries go on.
+  burst.takeChanges();
+  t.notOk(burst.rewound(0).natural, 'and a lane rebuilt from it knows it');
+  const explicit = fresh();
+  explicit.assign('1-0');
+  explicit.assign('2-4096');
+  t.notOk(explicit.natural, 'an explicit id with seq 4096');
+  t.notOk(new LanePositions([], { id: '3-5000', position: 3 * 4096 + 4095 }, 0).natural, 'a stored mark');
 });
 
 t.test('ids the exact mapping cannot hold get ordered, distinct, safe positions', async (t) => {

@@ -150,6 +150,14 @@ export class LanePositions {
     return new LanePositions(this.#segments, this.#mark, floor);
   }
 
+  /**
+   * Every position is its entry's natural one (no segment, no entry with seq >= 4096): an entry's id
+   * sorts below idBelow(p) exactly when its position is below p.
+   */
+  get natural(): boolean {
+    return this.#segments.length === 0 && !this.#overflowSeen;
+  }
+
   /** The last position given in this run (-1 before the first). */
   get last(): number {
     return this.#last;

@@ -16,7 +16,7 @@ import { CatchUp } from '../catch-up.js';
 import type { Metrics } from '../../metrics/index.js';
 import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, parseRead, text, READ_BOUNDED, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { connect, num, pairs, parseRead, text, ACK_RANGE, READ_BOUNDED, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
@@ -71,6 +71,8 @@ interface StreamLane extends LaneKey {
 
 /** XPENDING pages when acknowledging; one XACK per page. */
 const ACK_PAGE = 1000;
+/** Pages one ACK_RANGE call acknowledges (10,000 entries: a few ms of Redis's time). */
+const ACK_PAGES_PER_CALL = 10;
 
 /** Retries of a lane's reads and segment writes: capped, jittered, exponential (the Kafka supervisor's shape). */
 const RETRY_BACKOFF = { baseDelayMs: 200, maxDelayMs: 5000 } as const;
@@ -432,9 +434,19 @@ export class RedisSource {
     await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
     // The range holds every entry below the point, and, after a millisecond of more than 4096
     // entries, some at or above it: each is acknowledged only if read in this run and below the point.
-    const below = `(${lane.positions.idBelow(cp.position)}`;
+    const belowId = lane.positions.idBelow(cp.position);
+    const below = `(${belowId}`;
     const lastRead = lane.positions.lastId;
-    for (let start = '-'; lastRead !== '';) {
+    // Natural positions: the range alone says which entries are below the point, and Redis
+    // acknowledges them itself; the ids are looked at here only where segments shift positions.
+    if (lastRead !== '' && lane.positions.natural) {
+      const end = compareIds(lastRead, belowId) < 0 ? lastRead : below;
+      for (let start = '-'; start !== '';) {
+        const r = await ctl.send(['EVAL', ACK_RANGE, '1', lane.stream, redis.groupId, lane.consumer, start, end, String(ACK_PAGE), String(ACK_PAGES_PER_CALL)]);
+        start = Array.isArray(r) ? text(r[1]) : '';
+      }
+    }
+    for (let start = '-'; lastRead !== '' && !lane.positions.natural;) {
       const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
       const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
       const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
