@@ -1,5 +1,5 @@
 // The byte-level fast path (src/core/scan) against the slow path (JSON.parse + extractor + interner):
-// random streams of Monasca and Ceilometer messages, valid ones in varied shapes, key orders,
+// random streams of Monasca, Ceilometer and mapped JSON (FORMAT=json) messages, valid ones in varied shapes, key orders,
 // whitespace and number forms, and hostile ones (truncations, escapes, NUL, lone surrogates,
 // non-ASCII, invalid UTF-8, duplicate keys, "__proto__", deep nesting, huge values), decoded batch
 // after batch by a decoder with the fast path and one without: every result (records, series keys,
@@ -8,7 +8,9 @@
 import t, { type Test } from 'tap';
 import { Decoder } from '../../src/core/decode.js';
 import type { DecodeResult, DecoderSettings } from '../../src/core/messages.js';
+import type { JsonMapping } from '../../src/core/formats/spec.js';
 import { generatePoints } from '../../src/sources/generator.js';
+import { xapiStatements } from '../../src/sources/redis/xapi.js';
 import { pack, settings } from '../fixtures/gen.js';
 
 const SEED = Number(process.env['PROPERTY_SEED'] ?? '20261201');
@@ -125,6 +127,70 @@ function ceilometer(g: Gen): string {
   return `${g.ws()}${g.obj(g.shuffle(m))}${g.ws()}`;
 }
 
+const XAPI_MAPPING: JsonMapping = {
+  name: { path: ['verb', 'id'], text: 'verb.id' },
+  value: { path: ['result', 'score', 'scaled'], text: 'result.score.scaled' },
+  timestamp: { path: ['timestamp'], text: 'timestamp' },
+  unit: null,
+  dimensions: [{ name: 'course', path: ['context', 'extensions', 'course'], text: 'context.extensions.course' }, { name: 'org', path: ['context', 'platform'], text: 'context.platform' }],
+};
+
+/** xAPI-shaped statements: the paths present or not, objects or not on the way, arrays, repeats, other keys. */
+function xapi(g: Gen): string {
+  const onPath = (leaf: string): string => g.chance(0.9) ? leaf : g.pick(['null', '5', q('s'), '[]', `[${leaf}]`, '{}']);
+  const scaled = g.chance(0.8) ? String(g.int(1000) / 1000) : g.pick(VALUES);
+  const score = g.chance(0.95) ? g.obj(g.shuffle([[q('scaled'), scaled], ...(g.chance(0.3) ? [[q('raw'), '7'] as [string, string]] : []), ...(g.chance(0.02) ? [[q('scaled'), '0.5'] as [string, string]] : [])])) : onPath('{}');
+  const result = g.chance(0.95) ? g.obj(g.shuffle([[q('score'), score], ...(g.chance(0.5) ? [[q('completion'), 'true'] as [string, string]] : [])])) : onPath('{}');
+  const verb = g.obj(g.shuffle([[q('id'), g.pick(NAMES.slice(0, g.chance(0.9) ? 4 : NAMES.length))], ...(g.chance(0.5) ? [[q('display'), '{"en-US":"x"}'] as [string, string]] : []), ...(g.chance(0.02) ? [[q('id'), q('dup')] as [string, string]] : [])]));
+  const ext = g.obj([[q('course'), g.pick(DIM_VALUES.slice(0, g.chance(0.9) ? 3 : DIM_VALUES.length))]]);
+  const context = g.obj(g.shuffle([
+    ...(g.chance(0.95) ? [[q('extensions'), onPath(ext)] as [string, string]] : []),
+    ...(g.chance(0.9) ? [[q('platform'), g.pick(DIM_VALUES.slice(0, g.chance(0.9) ? 2 : DIM_VALUES.length))] as [string, string]] : []),
+    ...(g.chance(0.02) ? [[q('platform'), q('p2')] as [string, string]] : []),
+  ]));
+  const base = new Date(Date.UTC(2024, 0, 1) + g.int(7_200_000)).toISOString();
+  const ts = g.chance(0.6) ? q(base) : g.chance(0.5) ? String(Date.UTC(2024, 0, 1) + g.int(7_200_000)) : g.chance(0.8) ? q(g.pick(ISO)) : g.pick(['null', '-1', '1.5', '"\\u0032024-01-01T00:00:00Z"', '1e400', '{}']);
+  const top: Array<[string, string]> = [[q('id'), q('00000000-0000-4000-8000-000000000001')], [q('actor'), '{"objectType":"Agent","account":{"name":"l"}}']];
+  if (g.chance(0.97)) top.push([q('verb'), onPath(verb)]);
+  if (g.chance(0.97)) top.push([q('result'), result]);
+  if (g.chance(0.95)) top.push([q('context'), onPath(context)]);
+  if (g.chance(0.97)) top.push([q('timestamp'), ts]);
+  if (g.chance(0.5)) top.push([q('version'), q('1.0.3')]);
+  if (g.chance(0.03)) top.push(g.pick([[q('timestamp'), q(base)], [q('verb'), '{"id":"v2"}'], [q('context'), '{}']]) as [string, string]);
+  if (g.chance(0.03)) top.push([q('__proto__'), '{"verb":{"id":"p"}}']);
+  return `${g.ws()}${g.obj(g.shuffle(top))}${g.ws()}`;
+}
+
+/** A mapping with constants, a unit, one path under another, one path twice and numbers for event times. */
+const ODD_MAPPING: JsonMapping = {
+  name: { constant: 'events' },
+  value: { constant: 1 },
+  timestamp: { path: ['t'], text: 't' },
+  unit: { path: ['u'], text: 'u' },
+  dimensions: [
+    { name: 'a', path: ['a'], text: 'a' },
+    { name: 'ab', path: ['a', 'b'], text: 'a.b' },
+    { name: 'again', path: ['a', 'b'], text: 'a.b' },
+    { name: 'first', path: ['items', '0'], text: 'items.0' },
+    { name: 'time', path: ['t'], text: 't' },
+    { name: 'n', path: ['n'], text: 'n' },
+  ],
+};
+
+function odd(g: Gen): string {
+  const m: Array<[string, string]> = [];
+  // Few event times: "t" is a dimension too, and series must come back for signatures to be taken.
+  if (g.chance(0.97)) m.push([q('t'), g.chance(0.85) ? String(1_700_000_000_000 + g.int(20) * 1000) : g.pick(['1700000000000.5', q('2023-11-14T22:13:20Z'), 'null', '-1', q('x'), '1e13'])]);
+  if (g.chance(0.7)) m.push([q('u'), g.chance(0.9) ? g.pick([q('B'), q('%')]) : g.pick(['null', '5', '{}', q('u'.repeat(1100))])]);
+  // An object at "a" is a dimension of the wrong type (rejected), read on the way to "a.b" all the same.
+  if (g.chance(0.8)) m.push([q('a'), g.chance(0.25) ? g.obj(g.chance(0.9) ? [[q('b'), g.pick(DIM_VALUES.slice(0, 3))]] : []) : g.pick(DIM_VALUES.slice(0, g.chance(0.9) ? 3 : DIM_VALUES.length))]);
+  // Numbers and words as dimension values, some alike but for their first or last character: the signature holds every byte.
+  if (g.chance(0.6)) m.push([q('n'), g.pick(['15', '16', '25', '1', '10', '11', '150', 'true', 'false', '-1', '-2'])]);
+  if (g.chance(0.4)) m.push([q('items'), g.pick(['[1,2]', '["x"]', '{"0":"y"}', '{"0":"y"}', '{"0":{"z":1}}', '[]', 'null'])]);
+  if (g.chance(0.03)) m.push([q('a'), '{"b":"dup"}']);
+  return `${g.ws()}${g.obj(g.shuffle(m))}${g.ws()}`;
+}
+
 const HOSTILE_BYTES = [0x00, 0x80, 0xff, 0x5c, 0x22, 0x7b, 0x7d, 0x2c, 0x20, 0x3a, 0x0a, 0xc3, 0xed, 0x31, 0x2d, 0x5b];
 
 /** A message as bytes, sometimes mutated, sometimes an array of records or one repeated. */
@@ -219,6 +285,28 @@ t.test('ceilometer: fast path = slow path over random and hostile messages', asy
   run(t, 'ceilometer, GROUP_BY=resource_id', settings({ format: c, groupBy: ['resource_id'], windowMs: 3_600_000, maxFutureMs: 3_600_000 }), ceilometer, SEED + 3, 400, CEILOMETER_NOW);
   run(t, 'ceilometer, all dimensions', settings({ format: c }), ceilometer, SEED + 4, 300, CEILOMETER_NOW);
   run(t, 'ceilometer, small limits', settings({ format: c, maxDimensions: 2, maxNameBytes: 4, maxDimensionBytes: 4, maxSeriesKeyBytes: 60, maxMessageBytes: 250 }), ceilometer, SEED + 5, 300, CEILOMETER_NOW, { maxDictionary: 20 });
+});
+
+t.test('FORMAT=json: fast path = slow path over random and hostile messages', async (t) => {
+  const xapiFormat = { kind: 'json', mapping: XAPI_MAPPING } as const;
+  run(t, 'json, the xAPI mapping', settings({ format: xapiFormat, maxFutureMs: 3_600_000 }), xapi, SEED + 7, 400, CEILOMETER_NOW);
+  run(t, 'json, the xAPI mapping, group-by, small limits, small dictionary', settings({ format: xapiFormat, groupBy: ['course'], maxNameBytes: 8, maxDimensionBytes: 6, maxMessageBytes: 400 }), xapi, SEED + 8, 300, CEILOMETER_NOW, { maxDictionary: 20 });
+  run(t, 'json, constants, a unit, nested and repeated paths', settings({ format: { kind: 'json', mapping: ODD_MAPPING }, maxFutureMs: 120_000 }), odd, SEED + 9, 300, MONASCA_NOW);
+});
+
+t.test('FORMAT=json: the fast path takes the xAPI workload\'s statements', async (t) => {
+  const s = settings({ format: { kind: 'json', mapping: XAPI_MAPPING } });
+  const fast = new Decoder(s);
+  const slow = new Decoder(s, { scan: false });
+  const sts = [...xapiStatements({ count: 4000, learners: 50, courses: 5, startMs: Date.UTC(2024, 0, 1), stepMs: 250, seed: 3 })].map((x) => Buffer.from(x.json));
+  let mismatches = 0;
+  for (let i = 0; i < sts.length; i += 500) {
+    const { buffer, offsets } = pack(sts.slice(i, i + 500));
+    if (!same(t, fast.decodeBatch(buffer.slice(0), offsets.slice(), Date.UTC(2024, 0, 2)), slow.decodeBatch(buffer.slice(0), offsets.slice(), Date.UTC(2024, 0, 2)), `batch at ${i}`)) mismatches++;
+  }
+  t.equal(mismatches, 0, 'fast path = slow path');
+  // 25 series (5 verbs x 5 courses): each learnt once, then taken without JSON.parse.
+  t.ok(fast.scanned >= sts.length - 100, `the fast path took ${fast.scanned} of ${sts.length} statements`);
 });
 
 t.test('the generator\'s stream (runs of one agent\'s dimensions), partly mutated: fast path = slow path', async (t) => {

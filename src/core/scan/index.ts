@@ -10,6 +10,7 @@ import type { SeriesLeaf } from '../intern.js';
 import { MAX_ABS_VALUE } from '../record.js';
 import { CEILOMETER_FIELDS, MONASCA_FIELDS, MONASCA_HINT_FIELD, readCeilometer, readMonasca, type FormatReader, type ScanOut } from './formats.js';
 import { JsonScanner } from './json.js';
+import { mappedReader } from './mapped.js';
 import { SignatureCache } from './signatures.js';
 
 /** Outcome of FastPath.scan. */
@@ -66,16 +67,18 @@ export class FastPath implements ScanOut {
   #sparse = false;
   #skipped = 0;
 
-  /** The fast path for a format, or null for one it does not know (mapped JSON). */
+  /** The fast path for a format, or null where the signature cannot decide the series. */
   static for(format: FormatSpec, lim: FastPathLimits): FastPath | null {
     switch (format.kind) {
+      case 'json': {
+        const r = mappedReader(format.mapping);
+        return r === null ? null : new FastPath(r.read, r.fields, -1, lim);
+      }
       case 'monasca':
         return new FastPath(readMonasca, MONASCA_FIELDS, MONASCA_HINT_FIELD, lim);
       case 'ceilometer':
         // Kept metadata keys decide the series too, and the signature does not read resource_metadata.
         return (format.metadata ?? []).length > 0 ? null : new FastPath(readCeilometer, CEILOMETER_FIELDS, -1, lim);
-      default:
-        return null;
     }
   }
 
