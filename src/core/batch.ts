@@ -13,10 +13,10 @@ export interface Batch {
   readonly data: Buffer;
   /** offsets[i]..offsets[i+1] is message i in data. */
   readonly offsets: Uint32Array;
-  /** Source positions of the messages (e.g. Kafka offsets as strings), same order; optional. */
-  readonly positions?: readonly string[];
-  /** Optional per-message keys, kept for the dead-letter output. */
-  readonly keys?: ReadonlyArray<Buffer | null>;
+  /** Source positions of the messages (Kafka offsets, Redis positions), same order; optional. */
+  readonly positions?: readonly string[] | Float64Array;
+  /** Optional per-message keys, kept for the dead-letter output (keyOf reads one). */
+  readonly keys?: ReadonlyArray<Buffer | null> | PackedKeys;
   /** Position (Kafka offset) of the first message, and the position after the last one. */
   readonly startPosition?: number;
   readonly endPosition?: number;
@@ -33,6 +33,38 @@ export interface Batch {
    * source may reuse the memory; at most once, and not at all is fine (the memory is then collected).
    */
   readonly release?: () => void;
+}
+
+/**
+ * Keys that are ranges of one buffer (a Kafka fetch's record set), made into Buffers only when a dead
+ * letter reads one: a view per message was an object per record on the main thread, for keys that
+ * hardly any message ever shows. at[i] = -1: no key (null).
+ */
+export class PackedKeys {
+  constructor(
+    readonly set: Buffer,
+    readonly at: Int32Array,
+    readonly len: Int32Array,
+  ) {}
+
+  get length(): number {
+    return this.at.length;
+  }
+
+  get(i: number): Buffer | null {
+    const a = this.at[i];
+    return a === undefined || a < 0 ? null : this.set.subarray(a, a + this.len[i]!);
+  }
+
+  slice(lo: number, hi: number): PackedKeys {
+    return new PackedKeys(this.set, this.at.slice(lo, hi), this.len.slice(lo, hi));
+  }
+}
+
+/** Message i's key (null: none, undefined: the batch keeps no keys). */
+export function keyOf(keys: Batch['keys'], i: number): Buffer | null | undefined {
+  if (keys === undefined) return undefined;
+  return keys instanceof PackedKeys ? keys.get(i) : keys[i];
 }
 
 export function messageCount(b: Pick<Batch, 'offsets'>): number {

@@ -1,6 +1,6 @@
 // Building dead letters: what a rejected record, a poisoned batch, a late or over-limit record, or a
 // row the sink refused becomes in the dead-letter output. Pure: the engine counts and writes them.
-import { messageBytes, messageCount, type Batch } from '../core/batch.js';
+import { keyOf, messageBytes, messageCount, type Batch } from '../core/batch.js';
 import type { Decoder } from '../core/decode.js';
 import { CELL, type DecodeResult, type RejectReason } from '../core/messages.js';
 import { safeStringify } from '../core/record.js';
@@ -175,8 +175,8 @@ export class DeadLetterBuilder {
       e.value_bytes = cutFrom;
     }
     const pos = batch.positions?.[msg];
-    if (pos !== undefined) e.offset = pos;
-    const key = batch.keys?.[msg];
+    if (pos !== undefined) e.offset = String(pos);
+    const key = keyOf(batch.keys, msg);
     if (key !== undefined && key !== null) e.key = key.toString('base64');
     return stamp(e, o.identity);
   }

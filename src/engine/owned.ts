@@ -560,8 +560,13 @@ function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: Ar
   }
   let positions: Float64Array | undefined;
   if (batch.positions !== undefined) {
-    positions = new Float64Array(batch.positions.length);
-    for (let i = 0; i < positions.length; i++) positions[i] = Number(batch.positions[i]);
+    const from = batch.positions;
+    // A copy that moves: the batch keeps its own for dead letters.
+    if (from instanceof Float64Array) positions = from.slice();
+    else {
+      positions = new Float64Array(from.length);
+      for (let i = 0; i < positions.length; i++) positions[i] = Number(from[i]);
+    }
     transfer.push(positions.buffer as ArrayBuffer);
   }
   const task: OwnerTask = {

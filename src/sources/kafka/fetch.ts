@@ -4,6 +4,7 @@
 // decoded or dead-lettered and a commit never skips one silently.
 import type { KafkaMessage } from 'kafkajs';
 import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE } from '../../kafka/codecs.js';
+import { PackedKeys } from '../../core/batch.js';
 import type { BufferRecycler } from '../recycle.js';
 import type { SourceBatch } from '../types.js';
 import { FastRecord } from './records.js';
@@ -73,15 +74,34 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
   const data = (o.recycler === undefined ? Buffer.from(new SharedArrayBuffer(bytes)) : o.recycler.allocate(bytes)).subarray(0, bytes);
   const count = hi - lo;
   const offsets = new Uint32Array(count + 1);
-  const positions = new Array<string>(count);
-  const keys = new Array<Buffer | null>(count);
+  // Fast-path records of one record set (the common fetch): positions as numbers, keys as ranges of
+  // the set, so a batch holds no string or Buffer per message. Any other: strings and Buffers.
+  const first = msgs[lo];
+  const set = first instanceof FastRecord ? first.set : null;
+  let packed = set !== null;
+  for (let i = lo; packed && i < hi; i++) {
+    const m = msgs[i];
+    packed = m instanceof FastRecord && m.set === set;
+  }
+  const numbers = packed ? new Float64Array(count) : null;
+  const keyAt = packed ? new Int32Array(count) : null;
+  const keyLen = packed ? new Int32Array(count) : null;
+  const positions = packed ? null : new Array<string>(count);
+  const keys = packed ? null : new Array<Buffer | null>(count);
   let oversized: Map<number, { bytes: number; detail?: string }> | null = null;
   const maxMessageBytes = o.maxMessageBytes ?? Infinity;
   let at = 0;
   for (let i = 0; i < count; i++) {
     const m = msgs[lo + i]!;
-    positions[i] = m.offset;
-    keys[i] = m.key ?? null;
+    if (numbers !== null) {
+      const f = m as FastRecord;
+      numbers[i] = f.position;
+      keyAt![i] = f.keyLength === -1 ? -1 : f.keyAt;
+      keyLen![i] = f.keyLength;
+    } else {
+      positions![i] = m.offset;
+      keys![i] = m.key ?? null;
+    }
     offsets[i] = at;
     if (m instanceof FastRecord && (m.valueLength !== 0 || m.attributes !== REFUSED_RECORD_ATTRIBUTE)) {
       // Copied straight from the fetch's bytes, without a view of the value.
@@ -111,9 +131,9 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
     lane,
     data,
     offsets,
-    positions,
-    keys,
-    startPosition: Number(positions[0]),
+    positions: numbers ?? positions!,
+    keys: set !== null && packed ? new PackedKeys(set, keyAt!, keyLen!) : keys!,
+    startPosition: numbers !== null ? numbers[0]! : Number(positions![0]),
     endPosition,
     // Only a batch's first and last timestamps are kept: parse no other.
     firstTimestampMs: Number(msgs[lo]!.timestamp),

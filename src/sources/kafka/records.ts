@@ -64,23 +64,37 @@ const CONTROL_FLAG_MASK = 0x20;
 const LOG_APPEND_TIME = 1;
 const CREATE_TIME = 0;
 
-/** A record of the fast path: reads as kafkajs's message object, field for field. */
+/**
+ * A record of the fast path: reads as kafkajs's message object, field for field. Its offset string
+ * and key view are made only when read, like its value: kafkajs reads a few offsets a batch, and the
+ * source packs keys as ranges of the record set (PackedKeys), so a string and a Buffer per record
+ * were made for nothing.
+ */
 export class FastRecord {
   declare readonly isControlRecord: false;
   constructor(
     readonly attributes: number,
-    readonly offset: string,
-    /** The offset as a number (a safe integer: the fast path takes no other), for ./batch.ts. */
+    /** The offset as a number (a safe integer: the fast path takes no other). */
     readonly position: number,
-    readonly key: Buffer | null,
+    /** Where the key is in the record set, and how long (-1: null). */
+    readonly keyAt: number,
+    readonly keyLength: number,
     readonly batchContext: { readonly magicByte: number; readonly maxTimestamp: string; readonly timestampType: number },
-    /** The record set the value is in, where, and how long (-1: null). */
-    private readonly set: Buffer,
+    /** The record set the key and value are in; the value's place and length (-1: null). */
+    readonly set: Buffer,
     private readonly valueAt: number,
     readonly valueLength: number,
     /** The record's own timestamp (a LOG_APPEND_TIME batch's records read its max timestamp instead). */
     private readonly createTime: number,
   ) {}
+
+  get offset(): string {
+    return String(this.position);
+  }
+
+  get key(): Buffer | null {
+    return this.keyLength === -1 ? null : this.set.subarray(this.keyAt, this.keyAt + this.keyLength);
+  }
 
   get magicByte(): number {
     return this.batchContext.magicByte;
@@ -228,9 +242,9 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): number {
       }
       out.push(new FastRecord(
         recAttributes > 127 ? recAttributes - 256 : recAttributes,
-        String(offset),
         offset,
-        keyLen === -1 ? null : buf.subarray(keyAt, keyAt + keyLen),
+        keyAt,
+        keyLen,
         batchContext,
         buf,
         valueAt,
