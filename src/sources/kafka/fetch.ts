@@ -91,6 +91,7 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
   let oversized: Map<number, { bytes: number; detail?: string }> | null = null;
   const maxMessageBytes = o.maxMessageBytes ?? Infinity;
   let at = 0;
+  let keyed = false;
   for (let i = 0; i < count; i++) {
     const m = msgs[lo + i]!;
     if (numbers !== null) {
@@ -98,6 +99,7 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
       numbers[i] = f.position;
       keyAt![i] = f.keyLength === -1 ? -1 : f.keyAt;
       keyLen![i] = f.keyLength;
+      if (f.keyLength !== -1) keyed = true;
     } else {
       positions![i] = m.offset;
       keys![i] = m.key ?? null;
@@ -132,7 +134,9 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
     data,
     offsets,
     positions: numbers ?? positions!,
-    keys: set !== null && packed ? new PackedKeys(set, keyAt!, keyLen!) : keys!,
+    // Packed keys hold the fetch's bytes while the batch waits: only where there is a key to show
+    // (a batch without keys lets them go once its values are copied, as before).
+    ...(numbers === null ? { keys: keys! } : keyed ? { keys: new PackedKeys(set!, keyAt!, keyLen!) } : {}),
     startPosition: numbers !== null ? numbers[0]! : Number(positions![0]),
     endPosition,
     // Only a batch's first and last timestamps are kept: parse no other.
