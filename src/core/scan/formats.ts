@@ -197,7 +197,8 @@ export const readCeilometer: FormatReader = (s, p, out) => {
   return s.closedAt;
 };
 
-function isNumberStart(c: number | undefined): boolean {
+/** Whether a JSON number starts with this byte. */
+export function isNumberStart(c: number | undefined): boolean {
   return c !== undefined && (c === 0x2d || (c >= 0x30 && c <= 0x39));
 }
 

@@ -7,7 +7,7 @@
 // that is neither a number nor an ISO text in its plain form; the value or the event time absent.
 // A path through something that is not an object (a string, null) reads as absent there, as getPath does.
 import type { JsonMapping } from '../formats/spec.js';
-import { isoMs, type FormatReader, type ScanOut } from './formats.js';
+import { isNumberStart, isoMs, type FormatReader, type ScanOut } from './formats.js';
 import { CLOSED, keyIs, type JsonScanner } from './json.js';
 
 interface KeyNode {
@@ -145,8 +145,4 @@ export function mappedReader(m: JsonMapping): MappedReader | null {
     return e < 0 || (found & need) !== need ? -1 : e;
   };
   return { read, fields };
-}
-
-function isNumberStart(c: number | undefined): boolean {
-  return c !== undefined && (c === 0x2d || (c >= 0x30 && c <= 0x39));
 }

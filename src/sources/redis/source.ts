@@ -134,11 +134,10 @@ export class RedisSource {
     // Closed since (a finished takeover), or stopping: the next run restores it from the stored point.
     if (old === undefined || this.#stop.raised) return true;
     const init: LaneInit = point === null ? old.init : { identity: old.init.identity, ...point };
+    // The same stream, consumer, ownership, positions and replay bound; read from the PEL's start.
     const lane: StreamLane = {
-      stream: old.stream, consumer: old.consumer, partition: old.partition,
-      id: this.#nextId++, own: old.own, init, cursor: '0', lastId: '0',
+      ...old, id: this.#nextId++, init, cursor: '0', lastId: '0', caughtUp: false, loop: Promise.resolve(), conn: null, stalled: null,
       restoredPosition: point?.position ?? old.restoredPosition, restoredAppliedEnd: point?.appliedEnd ?? old.restoredAppliedEnd,
-      caughtUp: false, loop: Promise.resolve(), positions: old.positions, conn: null, stalled: null, replayUpTo: old.replayUpTo,
     };
     this.#lanes.delete(id);
     this.#lanes.set(lane.id, lane);
@@ -437,22 +436,24 @@ export class RedisSource {
     const belowId = lane.positions.idBelow(cp.position);
     const below = `(${belowId}`;
     const lastRead = lane.positions.lastId;
-    // Natural positions: the range alone says which entries are below the point, and Redis
-    // acknowledges them itself; the ids are looked at here only where segments shift positions.
+    // Only entries read in this run are acknowledged: with none read (lastRead ''), nothing.
     if (lastRead !== '' && lane.positions.natural) {
+      // Natural positions: the range alone says which entries are below the point, and Redis
+      // acknowledges them itself; the ids are looked at here only where segments shift positions.
       const end = compareIds(lastRead, belowId) < 0 ? lastRead : below;
       for (let start = '-'; start !== '';) {
         const r = await ctl.send(['EVAL', ACK_RANGE, '1', lane.stream, redis.groupId, lane.consumer, start, end, String(ACK_PAGE), String(ACK_PAGES_PER_CALL)]);
         start = Array.isArray(r) ? text(r[1]) : '';
       }
-    }
-    for (let start = '-'; lastRead !== '' && !lane.positions.natural;) {
-      const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
-      const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
-      const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
-      if (done.length > 0) await this.#ack(lane, done);
-      if (ids.length < ACK_PAGE) break;
-      start = `(${ids[ids.length - 1]!}`;
+    } else if (lastRead !== '') {
+      for (let start = '-'; ;) {
+        const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
+        const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
+        const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
+        if (done.length > 0) await this.#ack(lane, done);
+        if (ids.length < ACK_PAGE) break;
+        start = `(${ids[ids.length - 1]!}`;
+      }
     }
     const drop = lane.positions.dropBelow(cp.position);
     if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
