@@ -7,7 +7,7 @@ import { Decoder, dictionaryBytesFor } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineOptions, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
-import { createMetrics } from './metrics/index.js';
+import { LAG_FAMILIES, createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
 import { LaneOwners } from './pool/owners.js';
 import { OwnedEngine } from './engine/owned.js';
@@ -263,10 +263,10 @@ export class Pipeline {
       port: config.metricsPort,
       registry,
       ready: () => this.ready,
-      beforeScrape: async () => {
+      beforeScrape: async (names) => {
         // The Kafka lag is computed now, from high watermarks polled now: a scrape must never read
-        // less lag than there is.
-        if (config.source.kind === 'kafka') await (source as KafkaSource).refreshLag();
+        // less lag than there is. A scrape of other families only does not pay the brokers' round trip.
+        if (config.source.kind === 'kafka' && (names === null || LAG_FAMILIES.some((n) => names.has(n)))) await (source as KafkaSource).refreshLag();
         const s = pool.stats;
         metrics.poolInFlight.set(s.inFlight);
         metrics.poolQueue.set(s.queued);

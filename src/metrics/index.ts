@@ -12,6 +12,9 @@ const BYTE_BUCKETS = [256, 1024, 16384, 65536, 262144, 1048576, 4194304, 1677721
 
 export const PREFIX = 'streamstats_';
 
+/** The families a Kafka source computes at scrape time (from high watermarks polled then). */
+export const LAG_FAMILIES: readonly string[] = [`${PREFIX}consumer_lag_messages`, `${PREFIX}consumer_lag_seconds`, `${PREFIX}catch_up_seconds`, `${PREFIX}lag_state`];
+
 /**
  * prom-client's default metrics that `promtool check metrics` refuses: gauges named *_total (a
  * suffix reserved for counters). Their per-type siblings (nodejs_active_handles{type}, ...) stay,

@@ -135,6 +135,24 @@ t.test('LANE_STATE=worker, amend: stopped mid-backlog and restarted, the rows ar
   for (const [mode, d] of Object.entries(dirs)) t.notOk(existsSync(join(d, 'dlq.ndjson')) && readFileSync(join(d, 'dlq.ndjson'), 'utf8').trim() !== '', `${mode}: nothing dead-lettered (replays are not late)`);
 });
 
+/**
+ * A gauge once it stopped moving (the same on three polls 300 ms apart): caught up, the owners still
+ * close windows and report their state on their own schedule, so one read right after can catch it
+ * between two reports.
+ */
+async function settled(e: Engine, name: string): Promise<number> {
+  let last = NaN;
+  let same = 0;
+  for (let i = 0; i < 100 && same < 2; i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    await e.refresh();
+    const v = e.metric(name);
+    same = v === last ? same + 1 : 0;
+    last = v;
+  }
+  return last;
+}
+
 t.test('LANE_STATE=worker, amend: an owner that dies mid-backlog takes its kept windows; the lane is rebuilt by replay and the newest revisions equal an undisturbed run\'s', async (t) => {
   const { arrival, held, backlogAt } = outageWorkload(11, 3, 2);
   const topic = await createTopic(t, 1);
@@ -155,11 +173,11 @@ t.test('LANE_STATE=worker, amend: an owner that dies mid-backlog takes its kept 
   t.equal(e.metric('streamstats_lane_rebuilds_total'), 1, 'one rebuild');
   t.ok(e.metric('streamstats_replayed_records_total') > 0, 'the replay rebuilt the kept windows silently (replayed records)');
   const amended = e.metric('streamstats_late_records_total', { outcome: 'amended' });
-  const stateBytes = e.metric('streamstats_state_bytes');
+  const stateBytes = await settled(e, 'streamstats_state_bytes');
   await e.stop();
   const reference = startEngine(t, { ...env, KAFKA_GROUP_ID: uid('g-ref'), LANE_STATE: 'main', WORKER_THREADS: '1' });
   await waitFor([reference], () => seen(reference) >= messages.length && reference.sum('streamstats_consumer_lag_messages') === 0, 'the reference caught up');
-  const referenceBytes = reference.metric('streamstats_state_bytes');
+  const referenceBytes = await settled(reference, 'streamstats_state_bytes');
   await reference.stop();
   // The dead owner's open series and kept windows left the shared budget with it: what is counted is the rebuilt lane's.
   t.ok(referenceBytes > 0 && e.metric('streamstats_amend_kept_windows') > 0, `state counted (${referenceBytes} bytes)`);
