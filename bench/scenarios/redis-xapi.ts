@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../../src/async/index.js';
-import { connect, parseRead, type RedisConn } from '../../src/sources/redis/client.js';
+import { connect, text, type RedisConn, type Reply } from '../../src/sources/redis/client.js';
 import { parseRedisConfig } from '../../src/sources/redis/config.js';
 import { XAPI_JSON_MAPPING, xapiStatements } from '../../src/sources/redis/xapi.js';
 import { pino } from 'pino';
@@ -121,6 +121,26 @@ async function measure(consumer: Consumer, events: number, batch: number, ctl: R
   if (consumer === 'naive') cpu = (JSON.parse(procs[0]!.stdout().trim().split('\n').pop()!) as { cpuSeconds: number }).cpuSeconds;
   await ctl.send(['DEL', stream]);
   return { consumer, events, batch, eventsPerSecond: events / ((done - t0) / 1000), lagSeconds: Math.max(0, (done - produced) / 1000), cpuSeconds: cpu };
+}
+
+/** One entry as XREADGROUP returns it; fields null when it was deleted while pending. */
+interface StreamEntry {
+  readonly id: string;
+  readonly fields: readonly Buffer[] | null;
+}
+
+/** XREADGROUP's reply, as node-redis gives it, for one stream -> entries (null reply = nothing within BLOCK). */
+function parseRead(r: Reply): StreamEntry[] {
+  if (!Array.isArray(r) || r.length === 0) return [];
+  const perStream = r[0];
+  if (!Array.isArray(perStream) || !Array.isArray(perStream[1])) return [];
+  const out: StreamEntry[] = [];
+  for (const e of perStream[1]) {
+    if (!Array.isArray(e)) continue;
+    const fields = e[1];
+    out.push({ id: text(e[0]), fields: Array.isArray(fields) ? (fields as Buffer[]) : null });
+  }
+  return out;
 }
 
 /** The naive consumer: one thread, XREADGROUP COUNT batch, JSON.parse and aggregate each entry, XACK per read. */

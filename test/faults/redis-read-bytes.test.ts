@@ -6,8 +6,10 @@ import t, { type Test } from 'tap';
 import { until } from '../fixtures/engine-process.js';
 import { spawnEngine } from '../fixtures/faults.js';
 import { createClient } from 'redis';
-import { freshStream, privateRedis, statements } from '../fixtures/redis.js';
-import { READ_BOUNDED } from '../../src/sources/redis/client.js';
+import { REDIS_URL, freshStream, privateRedis, statements } from '../fixtures/redis.js';
+import { REDIS_DEFAULTS } from '../../src/sources/redis/config.js';
+import { LaneConn } from '../../src/sources/redis/lane-conn.js';
+import { XReadReader } from '../../src/sources/redis/wire.js';
 import { XAPI_JSON_MAPPING } from '../../src/sources/redis/xapi.js';
 
 const MiB = 1024 * 1024;
@@ -49,31 +51,37 @@ t.test('100 entries with a 4 MiB field besides REDIS_FIELD: read one at a time, 
   t.ok(large.peak - small.peak < 200 * MiB, `peak RSS +${((large.peak - small.peak) / MiB).toFixed(0)} MiB over small entries, not the stream's 400 MiB at once`);
 });
 
-t.test('the bounded read stops at the entry whose bytes reach the limit, every field counted', async (t) => {
+t.test('a lane\'s read stops keeping entries at the one whose bytes reach the limit, every field counted; the rest wait in the PEL', async (t) => {
   const { stream, group, redis } = await freshStream(t);
   await redis.sendCommand(['XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM']);
   for (let i = 0; i < 10; i++) await redis.sendCommand(['XADD', stream, `1-${i + 1}`, 'data', 'x', 'other', 'y'.repeat(1000)]);
-  // Each entry weighs 3 + 4 + 1 + 5 + 1000 = 1013 bytes.
-  const call = async (limit: number, cursor: string, key = stream) => {
-    const r = (await redis.sendCommand(['EVAL', READ_BOUNDED, '1', key, group, 'c', '100', String(limit), cursor])) as [[string, Array<[string, string[]]>], number];
-    return { ids: r[0][1].map((e) => e[0]), more: r[1] };
+  const conn = new LaneConn({ ...REDIS_DEFAULTS, url: REDIS_URL, streams: [stream], consumer: 'c', tlsCa: undefined, tlsRejectUnauthorized: true }, 'bytes-test');
+  t.teardown(() => conn.close());
+  // Each entry weighs 3 + 4 + 1 + 5 + 1000 = 1013 bytes (1-10: 1014).
+  const call = async (limit: number, cursor: string, key = stream, count = 100) => {
+    const r = new XReadReader({ field: Buffer.from('data'), maxValueBytes: 1 << 20, limitBytes: limit });
+    await conn.request(['XREADGROUP', 'GROUP', group, 'c', 'COUNT', String(count), 'STREAMS', key, cursor], r);
+    return { ids: r.ids.slice(0, r.count), more: r.more, largest: r.largest };
   };
-  const read = async (limit: number, cursor: string) => (await call(limit, cursor)).ids;
-  t.same(await read(2500, '>'), ['1-1', '1-2', '1-3'], '2,500 bytes: the third entry crosses it and is the last');
-  t.same(await read(1, '>'), ['1-4'], 'one entry at least');
+  const read = async (limit: number, cursor: string, count?: number) => (await call(limit, cursor, stream, count)).ids;
+  t.same(await read(2500, '>', 3), ['1-1', '1-2', '1-3'], '2,500 bytes: the third entry crosses it and is the last');
+  t.same(await read(1, '>', 1), ['1-4'], 'one entry at least');
   t.same(await read(2026, '0'), ['1-1', '1-2'], 'the pending entries are read the same way, from the cursor on');
   t.same(await read(1_000_000, '1-2'), ['1-3', '1-4'], 'to the end of the PEL');
   t.equal((await read(1_000_000, '>')).length, 6, 'COUNT and the rest of the stream');
   t.same(await read(1_000_000, '>'), [], 'nothing new: an empty read');
-  // Small entries, then large ones: a step sized by the small ones delivers large ones past the limit;
-  // those are pending, not returned, and the reply says so.
+  // Small entries, then large ones: a COUNT sized by the small ones delivers large ones past the
+  // limit; those are pending, not kept, and the reader says so and how large they were.
   const mixed = `${stream}-m`;
   t.teardown(() => redis.del(mixed).then(() => {}, () => {}));
   await redis.sendCommand(['XGROUP', 'CREATE', mixed, group, '0', 'MKSTREAM']);
   for (let i = 1; i <= 10; i++) await redis.sendCommand(['XADD', mixed, `2-${i}`, 'data', 's']);
   for (let i = 11; i <= 20; i++) await redis.sendCommand(['XADD', mixed, `2-${i}`, 'data', 'b'.repeat(3000)]);
   const first = await call(5000, '>', mixed);
-  t.same(first, { ids: [...Array.from({ length: 10 }, (_, i) => `2-${i + 1}`), '2-11', '2-12'], more: 1 }, 'returned up to the entry that crossed 5,000 bytes; more are pending');
-  const rest = await call(5000, '2-12', mixed);
-  t.same(rest.ids, ['2-13', '2-14'], 'the pending ones next, bounded the same way');
+  t.same(first.ids, [...Array.from({ length: 10 }, (_, i) => `2-${i + 1}`), '2-11', '2-12'], 'kept up to the entry that crossed 5,000 bytes');
+  t.same([first.more, first.largest], [true, 4 + 4 + 3000], 'more are pending; the largest entry sizes the next COUNT');
+  const rest = await call(5000, '2-12', mixed, Math.floor(5000 / first.largest));
+  t.same(rest.ids, ['2-13'], 'the pending ones next, COUNT sized by the largest (one of 3,008 bytes in 5,000)');
+  const pending = (await redis.sendCommand(['XPENDING', mixed, group])) as [number, ...unknown[]];
+  t.equal(Number(pending[0]), 20, 'every entry was delivered once: the ones not kept wait in the PEL, none lost');
 });

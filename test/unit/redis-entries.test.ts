@@ -4,6 +4,7 @@ import { LanePositions, MAX_POSITION, compareIds, type Mark, type Segment } from
 import { splitEntries } from '../../src/sources/redis/entries.js';
 import { keyOf, messageBytes, messageCount } from '../../src/core/batch.js';
 import { Rng } from '../fixtures/gen.js';
+import { readReply, xreadReply } from '../fixtures/resp.js';
 
 const fresh = () => new LanePositions([], null, 0);
 
@@ -148,19 +149,19 @@ t.test('ids compare as Redis orders them', async (t) => {
 });
 
 t.test('a read becomes batches of the field values; the rest is sorted out', async (t) => {
-  const f = (...kv: string[]) => kv.map((s) => Buffer.from(s));
   const entries = [
-    { id: '100-0', fields: f('data', 'a') },
-    { id: '100-1', fields: f('other', 'x') },
+    { id: '100-0', fields: ['data', 'a'] },
+    { id: '100-1', fields: ['other', 'x'] },
     { id: '100-2', fields: null },
-    { id: '101-0', fields: f('x', '1', 'data', 'bb') },
-    { id: '102-0', fields: f('data', 'c'.repeat(40)) },
-    { id: '103-0', fields: f('data', 'd') },
+    { id: '101-0', fields: ['x', '1', 'data', 'bb'] },
+    { id: '102-0', fields: ['data', 'c'.repeat(40)] },
+    { id: '103-0', fields: ['data', 'd'] },
   ];
+  const reader = readReply(xreadReply('s', entries), { field: Buffer.from('data'), maxValueBytes: 17, limitBytes: 1 << 20 });
   const p = fresh();
   const positions = entries.map((e) => p.assign(e.id));
   const at = (id: string) => p.positionOf(id);
-  const s = splitEntries(entries, { laneId: 7, field: Buffer.from('data'), positions, batchSize: 2, batchMaxBytes: 1 << 20, maxMessageBytes: 16, skipBelow: at('100-0') });
+  const s = splitEntries(reader, 0, { laneId: 7, positions, batchSize: 2, batchMaxBytes: 1 << 20, maxMessageBytes: 16, skipBelow: at('100-0') });
   t.same(s.missing.map((m) => [m.id, m.fieldNames]), [['100-1', ['"other"']]], 'an entry without the field is reported with its field names');
   t.same(s.done, ['100-2'], 'a deleted entry is done');
   t.equal(s.batches.length, 2, 'cut at BATCH_SIZE');
@@ -173,7 +174,12 @@ t.test('a read becomes batches of the field values; the rest is sorted out', asy
   t.same(b2!.oversized?.get(0), { bytes: 40 }, 'a value over MAX_MESSAGE_BYTES is marked with its size');
   t.equal(messageBytes(b2!, 0).length, 17, 'and cut to MAX_MESSAGE_BYTES + 1');
   t.equal(keyOf(b1!.keys, 0)?.toString(), '100-0', 'entry ids go along as keys (for dead letters)');
-  const skipped = splitEntries(entries, { laneId: 7, field: Buffer.from('data'), positions, batchSize: 10, batchMaxBytes: 1 << 20, maxMessageBytes: 100, skipBelow: at('102-0') });
+  t.equal(keyOf(b1!.keys, 1)?.toString(), '101-0');
+  t.same([...(b2!.positions as Float64Array)], [at('102-0'), at('103-0')], 'and the positions of its entries');
+  const skipped = splitEntries(reader, 0, { laneId: 7, positions, batchSize: 10, batchMaxBytes: 1 << 20, maxMessageBytes: 100, skipBelow: at('102-0') });
   t.same(skipped.done, ['100-0', '100-1', '100-2', '101-0'], 'entries below the stored position are done, not processed');
   t.equal(skipped.batches.length, 1);
+  const later = splitEntries(reader, 4, { laneId: 7, positions: positions.slice(4), batchSize: 10, batchMaxBytes: 1 << 20, maxMessageBytes: 100, skipBelow: 0 });
+  t.same(later.batches.map((b) => messageCount(b)), [2], 'from: the entries from there on (a replay skipping what it re-read)');
+  t.equal(keyOf(later.batches[0]!.keys, 0)?.toString(), '102-0');
 });

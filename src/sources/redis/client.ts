@@ -16,13 +16,7 @@ export interface RedisConn {
   close(): Promise<void>;
 }
 
-/** One entry as XREADGROUP returns it; fields null when it was deleted while pending. */
-export interface StreamEntry {
-  readonly id: string;
-  readonly fields: readonly Buffer[] | null;
-}
-
-const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
+export const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
 
 function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });
@@ -84,20 +78,6 @@ export function text(r: Reply | undefined): string {
   return Buffer.isBuffer(r) ? r.toString('utf8') : r === null || r === undefined ? '' : String(r);
 }
 
-/** XREADGROUP reply for one stream -> entries (null reply = nothing within BLOCK). */
-export function parseRead(r: Reply): StreamEntry[] {
-  if (!Array.isArray(r) || r.length === 0) return [];
-  const perStream = r[0];
-  if (!Array.isArray(perStream) || !Array.isArray(perStream[1])) return [];
-  const out: StreamEntry[] = [];
-  for (const e of perStream[1]) {
-    if (!Array.isArray(e)) continue;
-    const fields = e[1];
-    out.push({ id: text(e[0]), fields: Array.isArray(fields) ? (fields as Buffer[]) : null });
-  }
-  return out;
-}
-
 /** RESP2 flat [k, v, k, v] -> map of text keys (XINFO replies). */
 export function pairs(r: Reply): Map<string, Reply> {
   const m = new Map<string, Reply>();
@@ -118,39 +98,6 @@ export function num(r: Reply | undefined): number | null {
 /** Renews a lease only while it is still ours (another instance may hold it after an expiry). */
 export const RENEW_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
 export const RELEASE_LEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
-
-/**
- * XREADGROUP bounded by bytes: at most COUNT (ARGV[3]) entries, and no more than reach ARGV[4] bytes
- * (ids, field names and values; the entry that crosses it is the last). XREADGROUP has no byte
- * limit of its own, and a COUNT judged by earlier entries cannot bound a read whose entries grow.
- * The script reads in steps sized by the largest entry seen so far (one entry first), so a stream
- * of small entries takes two steps and one of large entries one entry a step. Entries a step read
- * beyond the limit are delivered (pending) but not returned: the reply's second element is then 1,
- * and the caller reads its pending entries after the last one returned. No BLOCK in a script: an
- * empty '>' read blocks outside. KEYS[1] stream; ARGV group, consumer, count, max bytes, cursor
- * ('>' or the pending id to read after). Reply: {XREADGROUP's reply for the stream, more}.
- */
-export const READ_BOUNDED = `
-local group, consumer, left, limit, cursor = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local out, bytes, largest, step = {}, 0, 1, 1
-while left > 0 do
-  local r = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', step, 'STREAMS', KEYS[1], cursor)
-  local got = r and r[1] and r[1][2] or {}
-  if #got == 0 then break end
-  for i, e in ipairs(got) do
-    if bytes >= limit then return {{KEYS[1], out}, 1} end
-    local b = #e[1]
-    if e[2] then for _, f in ipairs(e[2]) do b = b + #f end end
-    if b > largest then largest = b end
-    bytes = bytes + b
-    out[#out + 1] = e
-  end
-  if cursor ~= '>' then cursor = got[#got][1] end
-  left = left - #got
-  if #got < step or bytes >= limit then break end
-  step = math.max(1, math.min(left, math.floor((limit - bytes) / largest)))
-end
-return {{KEYS[1], out}, 0}`;
 
 /**
  * Acknowledges a consumer's pending entries of a stream in an id range, in Redis: XPENDING pages and

@@ -3,18 +3,17 @@
 // (below the stored position, acknowledged right away), entries without the field (dead-lettered
 // with that reason), deleted entries (nothing to process), values over MAX_MESSAGE_BYTES (cut, and
 // dead-lettered as too_large by the engine like Kafka's).
-import { BatchBuilder } from '../../core/batch.js';
+import { BatchBuilder, PackedKeys } from '../../core/batch.js';
 import type { SourceBatch } from '../types.js';
-import type { StreamEntry } from './client.js';
 import { idMs } from './position.js';
+import { ENTRY, type XReadReader } from './wire.js';
 
 export interface SplitOptions {
   readonly laneId: number;
-  readonly field: Buffer;
   readonly batchSize: number;
   readonly batchMaxBytes: number;
   readonly maxMessageBytes: number;
-  /** The position of each entry (LanePositions.assign), in the order read. */
+  /** The position of each entry from `from` on (LanePositions.assign), in the order read. */
   readonly positions: readonly number[];
   /** Positions below this are in the sink already (restored lane): acknowledged, not processed. */
   readonly skipBelow: number;
@@ -33,19 +32,25 @@ export interface Split {
   readonly missing: Missing[];
 }
 
-export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): Split {
+/**
+ * The entries from..reader.count-1 of a read (wire.ts) -> batches. positions[k] is entry from + k's.
+ * Positions travel as a Float64Array and ids as ranges of one buffer per batch (no string or Buffer
+ * per entry: a dead letter makes the one it shows).
+ */
+export function splitEntries(reader: XReadReader, from: number, o: SplitOptions): Split {
   const out: Split = { batches: [], done: [], missing: [] };
+  const n = reader.count;
+  const ids = reader.ids;
+  const state = reader.state;
   // Batch buffers are zero-filled shared memory, resident in full while a batch waits: size the first
   // to what the first batch can hold (its entries' REDIS_FIELD values, the only bytes copied in), not
   // to a fixed 1 MiB per read nor to the other fields' bytes.
   let estimate = 64;
-  for (let i = 0; i < entries.length && i < o.batchSize && estimate < o.batchMaxBytes; i++) {
-    const f = entries[i]!.fields;
-    estimate += f === null ? 0 : Math.min(fieldValue(f, o.field)?.length ?? 0, o.maxMessageBytes + 1);
+  for (let i = from; i < n && i - from < o.batchSize && estimate < o.batchMaxBytes; i++) {
+    if (state[i] === ENTRY.KEPT) estimate += reader.valueLen[i]!;
   }
   const builder = new BatchBuilder(Math.min(o.batchMaxBytes, estimate));
-  let positions: string[] = [];
-  let keys: Buffer[] = [];
+  let members: number[] = [];
   let oversized = new Map<number, { bytes: number }>();
   let first = 0;
   let firstMs = 0;
@@ -53,63 +58,63 @@ export function splitEntries(entries: readonly StreamEntry[], o: SplitOptions): 
   const cut = (endPosition: number) => {
     if (builder.count === 0) return;
     const { data, offsets } = builder.take();
-    out.batches.push({
+    const positions = new Float64Array(members.length);
+    let idBytes = 0;
+    for (const i of members) idBytes += ids[i]!.length;
+    const set = Buffer.allocUnsafe(idBytes);
+    const at = new Int32Array(members.length);
+    const len = new Int32Array(members.length);
+    let p = 0;
+    for (let k = 0; k < members.length; k++) {
+      const i = members[k]!;
+      positions[k] = o.positions[i - from]!;
+      at[k] = p;
+      len[k] = set.write(ids[i]!, p, 'latin1');
+      p += len[k]!;
+    }
+    const batch = {
       lane: o.laneId,
       data,
       offsets,
       positions,
-      keys,
+      keys: new PackedKeys(set, at, len),
       startPosition: first,
       endPosition,
       firstTimestampMs: firstMs,
       lastTimestampMs: lastMs,
       ...(oversized.size > 0 ? { oversized } : {}),
-    });
-    positions = [];
-    keys = [];
+    };
+    out.batches.push(batch);
+    members = [];
     oversized = new Map();
   };
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    const pos = o.positions[i]!;
-    if (pos < o.skipBelow || e.fields === null) {
-      out.done.push(e.id);
+  for (let i = from; i < n; i++) {
+    const pos = o.positions[i - from]!;
+    const st = state[i];
+    if (pos < o.skipBelow || st === ENTRY.DELETED) {
+      out.done.push(ids[i]!);
       continue;
     }
-    const value = fieldValue(e.fields, o.field);
-    if (value === null) {
-      out.missing.push({ id: e.id, position: pos, fieldNames: names(e.fields) });
+    if (st === ENTRY.MISSING) {
+      out.missing.push({ id: ids[i]!, position: pos, fieldNames: reader.names.get(i) ?? [] });
       continue;
     }
     // A batch ends at the next entry processed: entries sorted out in between lie inside it.
     if (builder.count > 0 && (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes)) cut(pos);
-    const ms = idMs(e.id);
+    const ms = idMs(ids[i]!);
     if (builder.count === 0) {
       first = pos;
       firstMs = ms;
     }
     lastMs = ms;
-    if (value.length > o.maxMessageBytes) {
-      oversized.set(builder.count, { bytes: value.length });
-      builder.push(value, 0, o.maxMessageBytes + 1);
-    } else {
-      builder.push(value);
-    }
-    positions.push(String(pos));
-    keys.push(Buffer.from(e.id));
+    const size = reader.valueSize[i]!;
+    // The reader kept MAX_MESSAGE_BYTES + 1 bytes at most: a longer value is cut and marked.
+    if (size > o.maxMessageBytes) oversized.set(builder.count, { bytes: size });
+    const at = reader.valueAt[i]!;
+    builder.push(reader.data, at, at + Math.min(reader.valueLen[i]!, o.maxMessageBytes + 1));
+    members.push(i);
   }
-  const tail = entries.length === 0 ? 0 : o.positions[entries.length - 1]! + 1;
+  const tail = n === from ? 0 : o.positions[n - 1 - from]! + 1;
   cut(tail);
-  return out;
-}
-
-function fieldValue(fields: readonly Buffer[], field: Buffer): Buffer | null {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i]!.equals(field)) return fields[i + 1]!;
-  return null;
-}
-
-function names(fields: readonly Buffer[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < fields.length && out.length < 10; i += 2) out.push(JSON.stringify(fields[i]!.toString('utf8').slice(0, 64)));
   return out;
 }

@@ -16,7 +16,9 @@ import { CatchUp } from '../catch-up.js';
 import type { Metrics } from '../../metrics/index.js';
 import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, parseRead, text, ACK_RANGE, READ_BOUNDED, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { connect, num, pairs, text, ACK_RANGE, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { LaneConn } from './lane-conn.js';
+import { XReadReader } from './wire.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
@@ -59,7 +61,7 @@ interface StreamLane extends LaneKey {
   /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
   positions: LanePositions;
   /** The lane's read connection (its state says whether Redis is reachable). */
-  conn: RedisConn | null;
+  conn: LaneConn | null;
   /** Why the lane cannot read now (its group or stream is gone), null while it reads. */
   stalled: string | null;
   /**
@@ -148,8 +150,7 @@ export class RedisSource {
       if (this.#stop.raised || this.#lanes.get(lane.id) !== lane) return;
       // Built after the old loop ended: it may have placed entries (segments) that the replay reads again.
       lane.positions = old.positions.rewound(Math.max(lane.restoredPosition, lane.restoredAppliedEnd));
-      const conn = await connect(this.#o.redis, this.#o.logger, `${this.#o.redis.consumer}:${lane.id}`, this.#stop);
-      if (conn === null) return;
+      const conn = new LaneConn(this.#o.redis, `${this.#o.redis.consumer}:${lane.id}`);
       lane.conn = conn;
       await this.#read(lane, conn).finally(() => conn.close());
     })().catch((err: unknown) => this.#fail(err));
@@ -265,34 +266,42 @@ export class RedisSource {
     const lane: StreamLane = { ...key, id, own, init, cursor: '0', lastId: '0', restoredPosition: stored?.position ?? 0, restoredAppliedEnd: stored?.appliedEnd ?? -1, caughtUp: false, loop: Promise.resolve(), positions, conn: null, stalled: null, replayUpTo: null };
     this.#lanes.set(id, lane);
     if (stored !== null) logger.info({ stream: key.stream, consumer: key.consumer, position: stored.position, before: positions.idBelow(stored.position), segments: seg.segments.length, own }, 'redis: lane resumes from its stored position');
-    const conn = await connect(redis, logger, `${redis.consumer}:${id}`, this.#stop);
-    if (conn === null) return;
+    const conn = new LaneConn(redis, `${redis.consumer}:${id}`);
     lane.conn = conn;
     lane.loop = this.#read(lane, conn).catch((err: unknown) => this.#fail(err)).finally(() => conn.close());
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
   }
 
   /** Reads while the lane host takes batches: submit() waits for pool capacity, so a full pool stops reading. */
-  async #read(lane: StreamLane, conn: RedisConn): Promise<void> {
+  async #read(lane: StreamLane, conn: LaneConn): Promise<void> {
     const { redis, lanes, metrics } = this.#o;
-    const field = Buffer.from(redis.field);
+    const reader = new XReadReader({ field: Buffer.from(redis.field), maxValueBytes: this.#o.maxMessageBytes + 1, limitBytes: redis.readMaxBytes }, Math.min(redis.readCount, 4096));
+    // COUNT of the next read: one entry first, then as many as REDIS_READ_MAX_BYTES holds of the
+    // largest entry the last read saw (what the bound keeps is decided in the reader; this keeps the
+    // entries it has to leave pending, delivered and read again, few).
+    let count = 1;
     let attempt = 0;
     while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
       const pel = lane.cursor !== '>';
-      let entries;
       try {
-        const reply = await conn.send(['EVAL', READ_BOUNDED, '1', lane.stream, redis.groupId, lane.consumer, String(redis.readCount), String(redis.readMaxBytes), lane.cursor]);
-        entries = Array.isArray(reply) ? parseRead([reply[0]!]) : [];
-        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one returned.
-        if (Array.isArray(reply) && reply[1] === 1 && entries.length > 0) lane.cursor = entries[entries.length - 1]!.id;
-        // Nothing new: wait for the next entry outside the script (one entry, bounded by itself).
-        else if (entries.length === 0 && !pel) entries = parseRead(await conn.send(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>']));
+        await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), 'STREAMS', lane.stream, lane.cursor], reader);
+        if (reader.error !== null) throw new Error(reader.error);
+        // Nothing new: wait for the next entry (one entry, bounded by itself).
+        if (reader.count === 0 && !pel) {
+          await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>'], reader, redis.blockMs);
+          if (reader.error !== null) throw new Error(reader.error);
+        }
+        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one kept.
+        if (reader.more && reader.count > 0) lane.cursor = reader.ids[reader.count - 1]!;
+        if (reader.largest > 0) count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / reader.largest)));
         attempt = 0;
         if (lane.stalled !== null) {
           this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
           lane.stalled = null;
         }
       } catch (err) {
+        // Credentials refused: retrying cannot help.
+        if (err instanceof StreamstatsError && !err.canRetry) throw err;
         attempt++;
         // A reply lost with the connection still delivered its entries to us (they are in our PEL, and
         // '>' never returns them again): read the PEL from the last entry we did receive first.
@@ -312,8 +321,9 @@ export class RedisSource {
         await sleep(backoffMs(attempt, RETRY_BACKOFF), this.#stop);
         continue;
       }
+      const n = reader.count;
       if (pel) {
-        if (entries.length === 0) {
+        if (n === 0) {
           // The PEL is read: own lanes go on with new entries; a taken-over lane has nothing more.
           if (!lane.own) {
             lane.caughtUp = true;
@@ -322,32 +332,31 @@ export class RedisSource {
           lane.cursor = '>';
           continue;
         }
-        lane.cursor = entries[entries.length - 1]!.id;
+        lane.cursor = reader.ids[n - 1]!;
       }
-      lane.caughtUp = entries.length === 0;
-      if (entries.length === 0) continue;
-      lane.lastId = entries[entries.length - 1]!.id;
+      lane.caughtUp = n === 0;
+      if (n === 0) continue;
+      lane.lastId = reader.ids[n - 1]!;
+      let from = 0;
       if (lane.replayUpTo !== null) {
         const upTo = lane.replayUpTo;
-        let k = 0;
-        while (k < entries.length && compareIds(entries[k]!.id, upTo) <= 0) k++;
-        if (k < entries.length) lane.replayUpTo = null;
-        entries = entries.slice(k);
-        if (entries.length === 0) continue;
+        while (from < n && compareIds(reader.ids[from]!, upTo) <= 0) from++;
+        if (from < n) lane.replayUpTo = null;
+        if (from === n) continue;
       }
-      metrics.fetchBatchMessages.observe(entries.length);
-      const positions = entries.map((e) => lane.positions.assign(e.id));
+      const positions = new Array<number>(n - from);
+      for (let i = from; i < n; i++) positions[i - from] = lane.positions.assign(reader.ids[i]!);
       const changes = lane.positions.takeChanges();
       // Segments are stored before their entries go on: a restart must place them where this run did.
       if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
-      const split = splitEntries(entries, { laneId: lane.id, field, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.restoredPosition });
+      const split = splitEntries(reader, from, { laneId: lane.id, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.restoredPosition });
+      metrics.fetchBatchMessages.observe(n - from);
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
       // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       for (const b of split.batches) await lanes.submit(b);
     }
   }
-
   /**
    * The lane's stream or group is gone (XGROUP DESTROY, DEL of the stream): the group is created
    * again where the lane needs it, at its commit point, so that the entries it has handed on and not

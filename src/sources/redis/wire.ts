@@ -1,0 +1,549 @@
+// RESP2 as the lanes read it, with no I/O: commands as arrays of bulk strings, and a streaming reader
+// of XREADGROUP's reply that keeps only what the source hands on. node-redis made a Buffer for every
+// id, field name and value and an array per entry (3.4 us of main thread and as much of V8's GC per
+// 550-byte entry); this reader copies each entry's REDIS_FIELD value into one buffer as the bytes
+// arrive and keeps an id string, nothing else.
+//
+// It also bounds a read by bytes on this side of the socket, which a Lua script did before inside
+// Redis (XREADGROUP has no byte limit): entries past REDIS_READ_MAX_BYTES are parsed for their size
+// and not kept (they are delivered, so pending: the source reads them from its PEL next, with a COUNT
+// sized by the largest entry seen). Converting every reply to Lua tables and back cost Redis ~3 ms
+// per 1,000 entries, on the read loop's critical path.
+
+/** What the reader keeps of an entry. */
+export const ENTRY = {
+  /** Its REDIS_FIELD value is in data. */
+  KEPT: 0,
+  /** Deleted while pending: XREADGROUP gives its id and no fields. */
+  DELETED: 1,
+  /** No REDIS_FIELD: names holds its field names. */
+  MISSING: 2,
+} as const;
+
+/** Field names kept of an entry without REDIS_FIELD (for its dead letter), and bytes of each. */
+const NAMES_KEPT = 10;
+const NAME_BYTES_KEPT = 256;
+/** Longest entry id: two 20-digit numbers and a dash. */
+const MAX_ID_BYTES = 41;
+/** Longest header line (`*`, `$`, `:` and a number); an error line may be longer, up to this. */
+const MAX_LINE_BYTES = 64 * 1024;
+
+export class RespProtocolError extends Error {}
+
+/** `*n $len arg ...`: a command as Redis reads it. */
+export function encodeCommand(args: readonly string[]): Buffer {
+  let n = 16;
+  for (const a of args) n += Buffer.byteLength(a) + 16;
+  const out = Buffer.allocUnsafe(n);
+  let p = out.write(`*${args.length}\r\n`, 0, 'latin1');
+  for (const a of args) {
+    const len = Buffer.byteLength(a);
+    p += out.write(`$${len}\r\n`, p, 'latin1');
+    p += out.write(a, p, 'utf8');
+    out[p++] = 0x0d;
+    out[p++] = 0x0a;
+  }
+  return out.subarray(0, p);
+}
+
+/** A reply read from chunks: feed() returns the index after the reply's last byte, or -1 for more. */
+export interface ReplyReader {
+  reset(): void;
+  feed(chunk: Uint8Array, start: number): number;
+}
+
+/**
+ * Reads one header line (type byte, text, CRLF). Read in place when the chunk holds it whole (no
+ * copy, no view: a reply has five lines an entry); copied only when it spans chunks.
+ */
+class LineReader {
+  #buf = new Uint8Array(128);
+  #len = 0;
+  type = 0;
+  text = '';
+  int = 0;
+
+  reset(): void {
+    this.#len = 0;
+  }
+
+  /** Returns the index after the line's LF, or -1 when the chunk ends inside it. */
+  feed(chunk: Uint8Array, start: number): number {
+    let p = start;
+    const end = chunk.length;
+    while (p < end && chunk[p] !== 0x0a) p++;
+    if (this.#len === 0 && p < end) {
+      if (p - start > MAX_LINE_BYTES) throw new RespProtocolError(`redis: a reply line over ${MAX_LINE_BYTES} bytes`);
+      this.#parse(chunk, start, p);
+      return p + 1;
+    }
+    const need = this.#len + (p - start);
+    if (need > MAX_LINE_BYTES) throw new RespProtocolError(`redis: a reply line over ${MAX_LINE_BYTES} bytes`);
+    if (need > this.#buf.length) {
+      const grown = new Uint8Array(Math.min(MAX_LINE_BYTES, Math.max(need, this.#buf.length * 2)));
+      grown.set(this.#buf.subarray(0, this.#len));
+      this.#buf = grown;
+    }
+    const b = this.#buf;
+    for (let i = start; i < p; i++) b[this.#len++] = chunk[i]!;
+    if (p === end) return -1;
+    this.#parse(b, 0, this.#len);
+    this.#len = 0;
+    return p + 1;
+  }
+
+  /** The line in b[s..lf) (lf: its LF). */
+  #parse(b: Uint8Array, s: number, lf: number): void {
+    const e = lf > s && b[lf - 1] === 0x0d ? lf - 1 : lf;
+    if (e === s) throw new RespProtocolError('redis: an empty reply line');
+    this.type = b[s]!;
+    if (this.type === 0x2a || this.type === 0x24 || this.type === 0x3a) {
+      let i = s + 1;
+      let neg = false;
+      if (b[i] === 0x2d) {
+        neg = true;
+        i++;
+      }
+      if (i >= e || e - i > 15) throw new RespProtocolError('redis: a reply length that is not a number');
+      let v = 0;
+      for (; i < e; i++) {
+        const d = b[i]! - 0x30;
+        if (d < 0 || d > 9) throw new RespProtocolError('redis: a reply length that is not a number');
+        v = v * 10 + d;
+      }
+      this.int = neg ? -v : v;
+      this.text = '';
+    } else {
+      this.text = Buffer.from(b.buffer, b.byteOffset + s + 1, e - s - 1).toString('utf8');
+      this.int = 0;
+    }
+  }
+}
+
+export type SimpleReply = string | number | null | Buffer | SimpleError | SimpleReply[];
+
+export class SimpleError {
+  constructor(readonly message: string) {}
+}
+
+/**
+ * Any small reply (AUTH, SELECT, CLIENT SETNAME: +OK or an error), whole: at most `maxBytes` of bulk
+ * data, so a confused server cannot make it buffer without end.
+ */
+export class SimpleReader implements ReplyReader {
+  value: SimpleReply = null;
+  readonly #line = new LineReader();
+  readonly #maxBytes: number;
+  #stack: Array<{ items: SimpleReply[]; left: number }> = [];
+  #bulk: Buffer | null = null;
+  #bulkAt = 0;
+  #crlf = 0;
+  #bytes = 0;
+
+  constructor(maxBytes = 1 << 20) {
+    this.#maxBytes = maxBytes;
+  }
+
+  reset(): void {
+    this.value = null;
+    this.#line.reset();
+    this.#stack = [];
+    this.#bulk = null;
+    this.#crlf = 0;
+    this.#bytes = 0;
+  }
+
+  feed(chunk: Uint8Array, start: number): number {
+    let p = start;
+    while (p < chunk.length) {
+      if (this.#crlf > 0) {
+        p++;
+        if (--this.#crlf === 0 && this.#done(this.#bulk!)) return p;
+        continue;
+      }
+      if (this.#bulk !== null) {
+        const take = Math.min(this.#bulk.length - this.#bulkAt, chunk.length - p);
+        this.#bulk.set(chunk.subarray(p, p + take), this.#bulkAt);
+        this.#bulkAt += take;
+        p += take;
+        if (this.#bulkAt === this.#bulk.length) this.#crlf = 2;
+        continue;
+      }
+      const q = this.#line.feed(chunk, p);
+      if (q < 0) return -1;
+      p = q;
+      const l = this.#line;
+      let v: SimpleReply | undefined;
+      if (l.type === 0x2b) v = l.text;
+      else if (l.type === 0x2d) v = new SimpleError(l.text);
+      else if (l.type === 0x3a) v = l.int;
+      else if (l.type === 0x24) {
+        if (l.int < 0) v = null;
+        else {
+          this.#bytes += l.int;
+          if (this.#bytes > this.#maxBytes) throw new RespProtocolError(`redis: a reply over ${this.#maxBytes} bytes where a short one was expected`);
+          this.#bulk = Buffer.alloc(l.int);
+          this.#bulkAt = 0;
+          if (l.int === 0) this.#crlf = 2;
+          continue;
+        }
+      } else if (l.type === 0x2a) {
+        if (l.int < 0) v = null;
+        else if (l.int > 0) {
+          this.#stack.push({ items: [], left: l.int });
+          continue;
+        } else v = [];
+      } else if (l.type === 0x5f) v = null;
+      else throw new RespProtocolError(`redis: unexpected reply type ${JSON.stringify(String.fromCharCode(l.type))}`);
+      if (this.#done(v)) return p;
+    }
+    return -1;
+  }
+
+  /** A value is complete: into its array, or the reply. True when the reply is complete. */
+  #done(v: SimpleReply): boolean {
+    this.#bulk = null;
+    for (;;) {
+      const top = this.#stack[this.#stack.length - 1];
+      if (top === undefined) {
+        this.value = v;
+        return true;
+      }
+      top.items.push(v);
+      if (--top.left > 0) return false;
+      this.#stack.pop();
+      v = top.items;
+    }
+  }
+}
+
+export interface XReadOptions {
+  /** REDIS_FIELD: the field whose value is kept. */
+  readonly field: Uint8Array;
+  /** Bytes of a value kept at most (MAX_MESSAGE_BYTES + 1: a longer one is cut and marked). */
+  readonly maxValueBytes: number;
+  /** REDIS_READ_MAX_BYTES: entries are kept while the kept ones' bytes are below it. */
+  readonly limitBytes: number;
+}
+
+// Where a value of the reply stands: the reply, its streams, a stream, its entries, an entry, its fields.
+const R_TOP = 0;
+const R_STREAMS = 1;
+const R_STREAM = 2;
+const R_ENTRIES = 3;
+const R_ENTRY = 4;
+const R_FIELDS = 5;
+
+// What a bulk string's bytes are for.
+const B_SKIP = 0;
+const B_ID = 1;
+const B_NAME = 2;
+const B_VALUE = 3;
+
+/**
+ * XREADGROUP's reply (RESP2: null, or [[stream, [[id, [field, value, ...] | null], ...]], ...]) read
+ * as it arrives. After a reply: entries 0..count-1 in order, the prefix whose bytes (ids, field names
+ * and values, as the Lua script counted them) stayed below the limit when each began, one entry at
+ * least; `more` when the reply held entries after them. Reused: a reply's data is valid until the
+ * next reset().
+ */
+export class XReadReader implements ReplyReader {
+  count = 0;
+  ids: string[] = [];
+  state: Uint8Array;
+  /** Where entry i's kept value starts in data, how many bytes were kept, and its full size. */
+  valueAt: Int32Array;
+  valueLen: Int32Array;
+  valueSize: Float64Array;
+  /** Field names (JSON-quoted, as dead letters show them) of the MISSING entries, by entry. */
+  readonly names = new Map<number, string[]>();
+  data: Uint8Array = new Uint8Array(64 * 1024);
+  used = 0;
+  more = false;
+  /** The largest entry of the reply in bytes, kept or not (0: no entry). */
+  largest = 0;
+  /** Bytes of the kept entries. */
+  keptBytes = 0;
+  /** The error reply (NOGROUP ...), null when the reply is entries. */
+  error: string | null = null;
+
+  readonly #o: XReadOptions;
+  readonly #line = new LineReader();
+  // The stack of open arrays: role, elements left, index of the next element.
+  readonly #role = new Int8Array(8);
+  readonly #left = new Float64Array(8);
+  readonly #index = new Float64Array(8);
+  #depth = 0;
+  // The bulk string being read: role, bytes left of it, its CRLF left, bytes read of it.
+  #bulk = -1;
+  #bulkLeft = 0;
+  #bulkSize = 0;
+  #bulkAt = 0;
+  #crlf = 0;
+  // The entry being read.
+  #keeping = false;
+  #entryBytes = 0;
+  #found = false;
+  #deleted = false;
+  #nameIsField = false;
+  #takeValue = false;
+  readonly #id = Buffer.alloc(MAX_ID_BYTES);
+  #idLen = 0;
+  // The field names of the entry before REDIS_FIELD (first bytes of each): its dead letter's, if missing.
+  readonly #nameBufs = Array.from({ length: NAMES_KEPT }, () => Buffer.alloc(NAME_BYTES_KEPT));
+  readonly #nameLens = new Int32Array(NAMES_KEPT);
+  #nameCount = 0;
+  #nameAt = -1;
+
+  constructor(o: XReadOptions, capacity = 1024) {
+    this.#o = o;
+    this.state = new Uint8Array(capacity);
+    this.valueAt = new Int32Array(capacity);
+    this.valueLen = new Int32Array(capacity);
+    this.valueSize = new Float64Array(capacity);
+  }
+
+  reset(): void {
+    this.count = 0;
+    this.names.clear();
+    this.used = 0;
+    this.more = false;
+    this.largest = 0;
+    this.keptBytes = 0;
+    this.error = null;
+    this.#line.reset();
+    this.#depth = 0;
+    this.#bulk = -1;
+    this.#crlf = 0;
+  }
+
+  feed(chunk: Uint8Array, start: number): number {
+    let p = start;
+    const end = chunk.length;
+    while (p < end) {
+      if (this.#crlf > 0) {
+        // A bulk string's CRLF.
+        const c = chunk[p++]!;
+        if (c !== (this.#crlf === 2 ? 0x0d : 0x0a)) throw new RespProtocolError('redis: a bulk string not followed by CRLF');
+        if (--this.#crlf === 0) {
+          this.#bulkDone();
+          if (this.#elementDone()) return p;
+        }
+        continue;
+      }
+      if (this.#bulk >= 0) {
+        const take = Math.min(this.#bulkLeft, end - p);
+        this.#bulkBytes(chunk, p, take);
+        p += take;
+        this.#bulkLeft -= take;
+        this.#bulkAt += take;
+        if (this.#bulkLeft === 0) this.#crlf = 2;
+        continue;
+      }
+      const q = this.#line.feed(chunk, p);
+      if (q < 0) return -1;
+      p = q;
+      if (this.#header()) return p;
+    }
+    return -1;
+  }
+
+  /** A header line was read; true when it completes the reply. */
+  #header(): boolean {
+    const l = this.#line;
+    const t = l.type;
+    const parent = this.#depth === 0 ? R_TOP : this.#role[this.#depth - 1]!;
+    const index = this.#depth === 0 ? 0 : this.#index[this.#depth - 1]!;
+    if (t === 0x2d) {
+      if (parent !== R_TOP) throw new RespProtocolError('redis: an error inside an XREADGROUP reply');
+      this.error = l.text;
+      return true;
+    }
+    const isNull = ((t === 0x2a || t === 0x24) && l.int < 0) || t === 0x5f;
+    if (t === 0x2a && !isNull) {
+      const n = l.int;
+      let role: number;
+      if (parent === R_TOP) role = R_STREAMS;
+      else if (parent === R_STREAMS) role = R_STREAM;
+      else if (parent === R_STREAM && index === 1) role = R_ENTRIES;
+      else if (parent === R_ENTRIES) role = R_ENTRY;
+      else if (parent === R_ENTRY && index === 1) role = R_FIELDS;
+      else throw new RespProtocolError(`redis: an array where XREADGROUP's reply has none (in ${parent}, element ${index})`);
+      if ((role === R_STREAM || role === R_ENTRY) && n !== 2) throw new RespProtocolError(`redis: an XREADGROUP ${role === R_STREAM ? 'stream' : 'entry'} of ${n} elements`);
+      if (role === R_ENTRY) this.#beginEntry();
+      if (n === 0) return this.#elementDone();
+      if (this.#depth === this.#role.length) throw new RespProtocolError('redis: an XREADGROUP reply nested too deep');
+      this.#role[this.#depth] = role;
+      this.#left[this.#depth] = n;
+      this.#index[this.#depth] = 0;
+      this.#depth++;
+      return false;
+    }
+    if (isNull) {
+      // The reply (BLOCK timed out), a deleted entry's fields, or an empty stream's entries.
+      if (parent === R_FIELDS) this.#takeValue = false;
+      if (parent === R_ENTRY && index === 1) this.#deleted = true;
+      else if (!(parent === R_TOP || (parent === R_STREAM && index === 1) || parent === R_FIELDS)) throw new RespProtocolError('redis: a null where XREADGROUP\'s reply has none');
+      return this.#elementDone();
+    }
+    if (t !== 0x24) throw new RespProtocolError(`redis: unexpected reply type ${JSON.stringify(String.fromCharCode(t))} in an XREADGROUP reply`);
+    const n = l.int;
+    if (parent === R_ENTRY && index === 0) {
+      if (n > MAX_ID_BYTES) throw new RespProtocolError(`redis: an entry id of ${n} bytes`);
+      this.#bulk = B_ID;
+      this.#idLen = 0;
+    } else if (parent === R_FIELDS) {
+      if (index % 2 === 0) {
+        this.#bulk = B_NAME;
+        this.#nameIsField = !this.#found && n === this.#o.field.length;
+        this.#nameAt = -1;
+        if (this.#keeping && !this.#found && this.#nameCount < NAMES_KEPT) {
+          this.#nameAt = this.#nameCount++;
+          this.#nameLens[this.#nameAt] = Math.min(n, NAME_BYTES_KEPT);
+        }
+      } else {
+        this.#bulk = this.#takeValue ? B_VALUE : B_SKIP;
+        if (this.#takeValue) this.#beginValue(n);
+      }
+    } else if (parent === R_STREAM && index === 0) {
+      this.#bulk = B_SKIP;
+    } else {
+      throw new RespProtocolError('redis: a bulk string where XREADGROUP\'s reply has none');
+    }
+    this.#entryBytes += parent === R_STREAM ? 0 : n;
+    this.#bulkLeft = n;
+    this.#bulkSize = n;
+    this.#bulkAt = 0;
+    if (n === 0) this.#crlf = 2;
+    return false;
+  }
+
+  #bulkBytes(chunk: Uint8Array, p: number, take: number): void {
+    switch (this.#bulk) {
+      case B_ID: {
+        const id = this.#id;
+        for (let i = 0; i < take; i++) id[this.#idLen++] = chunk[p + i]!;
+        break;
+      }
+      case B_NAME: {
+        if (this.#nameIsField) {
+          const f = this.#o.field;
+          for (let i = 0; i < take; i++) {
+            if (chunk[p + i] !== f[this.#bulkAt + i]) {
+              this.#nameIsField = false;
+              break;
+            }
+          }
+        }
+        if (this.#nameAt >= 0) {
+          const nb = this.#nameBufs[this.#nameAt]!;
+          const stop = Math.min(this.#nameLens[this.#nameAt]!, this.#bulkAt + take);
+          for (let i = this.#bulkAt; i < stop; i++) nb[i] = chunk[p + i - this.#bulkAt]!;
+        }
+        break;
+      }
+      case B_VALUE: {
+        const room = this.#o.maxValueBytes - this.#bulkAt;
+        if (room > 0) {
+          const n = Math.min(room, take);
+          // Buffer#copy: no view object per value, as set(subarray) would make.
+          Buffer.prototype.copy.call(chunk, this.data, this.used, p, p + n);
+          this.used += n;
+        }
+        break;
+      }
+    }
+  }
+
+  #bulkDone(): void {
+    if (this.#bulk === B_NAME) {
+      this.#takeValue = this.#nameIsField;
+      if (this.#nameIsField && this.#nameAt >= 0) this.#nameCount--;
+    } else if (this.#bulk === B_VALUE) {
+      this.#takeValue = false;
+      this.#found = true;
+    } else if (this.#bulk === B_SKIP) {
+      this.#takeValue = false;
+    }
+    this.#bulk = -1;
+  }
+
+  #beginEntry(): void {
+    this.#keeping = this.count === 0 || this.keptBytes < this.#o.limitBytes;
+    if (!this.#keeping) this.more = true;
+    this.#entryBytes = 0;
+    this.#found = false;
+    this.#deleted = false;
+    this.#takeValue = false;
+    this.#nameCount = 0;
+    if (this.#keeping && this.count === this.state.length) this.#grow();
+  }
+
+  #beginValue(n: number): void {
+    if (!this.#keeping) {
+      this.#takeValue = false;
+      this.#bulk = B_SKIP;
+      return;
+    }
+    const keep = Math.min(n, this.#o.maxValueBytes);
+    if (this.used + keep > this.data.length) {
+      const grown = new Uint8Array(Math.max(this.used + keep, this.data.length * 2));
+      grown.set(this.data.subarray(0, this.used));
+      this.data = grown;
+    }
+    const i = this.count;
+    this.valueAt[i] = this.used;
+    this.valueLen[i] = keep;
+    this.valueSize[i] = n;
+  }
+
+  /** The element just read is complete; true when that completes the reply. */
+  #elementDone(): boolean {
+    for (;;) {
+      if (this.#depth === 0) return true;
+      const d = this.#depth - 1;
+      this.#index[d]!++;
+      if (--this.#left[d]! > 0) return false;
+      this.#depth--;
+      if (this.#role[d] === R_ENTRY) this.#endEntry();
+    }
+  }
+
+  #endEntry(): void {
+    if (this.#entryBytes > this.largest) this.largest = this.#entryBytes;
+    if (!this.#keeping) return;
+    const i = this.count++;
+    this.ids[i] = this.#id.toString('latin1', 0, this.#idLen);
+    if (this.#deleted) this.state[i] = ENTRY.DELETED;
+    else if (this.#found) this.state[i] = ENTRY.KEPT;
+    else {
+      this.state[i] = ENTRY.MISSING;
+      const names: string[] = [];
+      for (let k = 0; k < this.#nameCount; k++) names.push(JSON.stringify(this.#nameBufs[k]!.toString('utf8', 0, this.#nameLens[k]!).slice(0, 64)));
+      this.names.set(i, names);
+    }
+    this.keptBytes += this.#entryBytes;
+  }
+
+  #grow(): void {
+    const n = this.state.length * 2;
+    const state = new Uint8Array(n);
+    state.set(this.state);
+    this.state = state;
+    const at = new Int32Array(n);
+    at.set(this.valueAt);
+    this.valueAt = at;
+    const len = new Int32Array(n);
+    len.set(this.valueLen);
+    this.valueLen = len;
+    const size = new Float64Array(n);
+    size.set(this.valueSize);
+    this.valueSize = size;
+  }
+
+  /** Entry i's kept value (a view of data: valid until the next reset). */
+  value(i: number): Uint8Array {
+    const at = this.valueAt[i]!;
+    return this.data.subarray(at, at + this.valueLen[i]!);
+  }
+}
