@@ -1,5 +1,6 @@
-// The Redis commands the source uses, over node-redis v5 with bulk strings as Buffers (entry values
-// are bytes: invalid UTF-8 must reach the decoder as it is, to be dead-lettered as invalid_utf8).
+// The Redis source's control connection (groups, positions, leases, acknowledgements, lag), over
+// node-redis v5 with bulk strings as Buffers. The lanes' reads have connections of their own
+// (lane-conn.ts), whose replies wire.ts reads as they arrive.
 import { createClient, RESP_TYPES } from 'redis';
 import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
@@ -22,6 +23,24 @@ function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });
 }
 
+/**
+ * The TLS errors that say the server's certificate is not one we trust (or not the host's): retrying
+ * cannot change that, so they are final, as refused credentials are, instead of a reconnect loop
+ * behind a /readyz that never turns ready.
+ */
+const UNTRUSTED = new Set(['SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'INVALID_CA', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+
+/** A final error for a connection that failed on our side's trust in the server's certificate, or on our credentials; null for any other. */
+export function finalConnectError(cfg: RedisConfig, cause: Error | undefined): StreamstatsError | null {
+  if (cause === undefined) return null;
+  if (REFUSED.test(String(cause.message))) return refused(cfg, cause);
+  const code = (cause as { code?: unknown }).code;
+  if (typeof code === 'string' && UNTRUSTED.has(code)) {
+    return new StreamstatsError('STREAMSTATS_SOURCE', `redis: the certificate of ${redactedRedisUrl(cfg)} is not trusted (${code}: ${cause.message}): set REDIS_TLS_CA to the PEM file of the CA that signed it, or REDIS_TLS_REJECT_UNAUTHORIZED=false to skip the check`, { cause, canRetry: false });
+  }
+  return null;
+}
+
 /** Resolves null when `stop` is raised before the server answered (SIGTERM while Redis is down: no wait). */
 export async function connect(cfg: RedisConfig, logger: Logger, name: string): Promise<RedisConn>;
 export async function connect(cfg: RedisConfig, logger: Logger, name: string, stop: Signal): Promise<RedisConn | null>;
@@ -32,8 +51,9 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string, st
     name: `streamstats:${name}`,
     socket: {
       // Reconnect with a capped back-off (commands issued meanwhile wait in node-redis's queue), except
-      // when the server refused our credentials: retrying cannot help, so the source stops and says so.
-      reconnectStrategy: (retries: number, cause: Error) => (REFUSED.test(String(cause?.message)) ? refused(cfg, cause) : Math.min(5000, 100 * 2 ** Math.min(retries, 6))),
+      // when the server refused our credentials or we refused its certificate: retrying cannot help,
+      // so the source stops and says so.
+      reconnectStrategy: (retries: number, cause: Error) => finalConnectError(cfg, cause) ?? Math.min(5000, 100 * 2 ** Math.min(retries, 6)),
       ...(tls ? { tls: true as const, rejectUnauthorized: cfg.tlsRejectUnauthorized, ...(cfg.tlsCa === undefined ? {} : { ca: cfg.tlsCa }) } : {}),
     },
   });
@@ -55,9 +75,8 @@ export async function connect(cfg: RedisConfig, logger: Logger, name: string, st
       return null;
     }
   } catch (err) {
-    // The first connection's handshake failing on credentials: no retry either.
-    if (REFUSED.test(String((err as Error).message))) throw refused(cfg, err as Error);
-    throw err;
+    // The first connection's handshake failing on credentials or trust: no retry either.
+    throw finalConnectError(cfg, err as Error) ?? err;
   }
   return {
     send: (args) => client.sendCommand(args, options) as Promise<Reply>,

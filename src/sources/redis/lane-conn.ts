@@ -7,7 +7,7 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { StreamstatsError } from '../../errors.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
-import { REFUSED } from './client.js';
+import { REFUSED, finalConnectError } from './client.js';
 import { RespProtocolError, SimpleError, SimpleReader, encodeCommand, type ReplyReader } from './wire.js';
 
 export const LANE_CONN_DEFAULTS = {
@@ -101,7 +101,7 @@ export class LaneConn {
       const timer = setTimeout(() => s.destroy(new Error(`redis: no connection to ${redactedRedisUrl(this.#cfg)} within ${LANE_CONN_DEFAULTS.connectTimeoutMs} ms`)), LANE_CONN_DEFAULTS.connectTimeoutMs);
       const fail = (err: Error) => {
         clearTimeout(timer);
-        reject(err);
+        reject(finalConnectError(this.#cfg, err) ?? err);
       };
       s.once('error', fail);
       s.once(ep.tls ? 'secureConnect' : 'connect', () => {
