@@ -125,7 +125,7 @@ export const OPTIONS = [
   { env: 'REDIS_FIELD', default: REDIS_DEFAULTS.field, group: 'redis', help: 'entry field holding the message; other fields are ignored, entries without it dead-lettered (missing_field)' },
   { env: 'REDIS_FROM', default: REDIS_DEFAULTS.from, group: 'redis', help: 'earliest | latest: where a group created by streamstats starts (the first entry, or new entries only)' },
   { env: 'REDIS_READ_COUNT', default: String(REDIS_DEFAULTS.readCount), group: 'redis', help: 'XREADGROUP COUNT: most entries per read (1..100000)' },
-  { env: 'REDIS_READ_MAX_BYTES', default: String(REDIS_DEFAULTS.readMaxBytes), group: 'redis', help: 'bytes one read may bring in, every field of its entries counted (delivered one entry at a time on the server until they reach it; an entry larger than it is read alone)' },
+  { env: 'REDIS_READ_MAX_BYTES', default: String(REDIS_DEFAULTS.readMaxBytes), group: 'redis', help: 'bytes of entries one read keeps, every field counted (entries after the one that reaches it are left pending and read next; an entry larger than it is read alone)' },
   { env: 'REDIS_BLOCK_MS', default: String(REDIS_DEFAULTS.blockMs), group: 'redis', help: 'XREADGROUP BLOCK: longest a read waits for new entries (1..60000)' },
   { env: 'REDIS_CLAIM_IDLE_MS', default: String(REDIS_DEFAULTS.claimIdleMs), group: 'redis', help: 'a consumer without its lease and idle this long is taken over: its pending entries are processed by another instance' },
   { env: 'REDIS_TLS_CA', default: '', group: 'redis', help: 'rediss://: path of a PEM CA bundle' },
