@@ -14,7 +14,9 @@ import { connect, text, type RedisConn, type Reply } from '../../src/sources/red
 import { parseRedisConfig } from '../../src/sources/redis/config.js';
 import { XAPI_JSON_MAPPING, xapiStatements } from '../../src/sources/redis/xapi.js';
 import { pino } from 'pino';
+import { loadavg } from 'node:os';
 import { PATHS, scratchDir } from '../lib/child.js';
+import { alternate, ratio, type Variant, type VariantResult } from '../lib/measure.js';
 import { fmt } from '../lib/stats.js';
 import type { Scenario } from '../lib/scenario.js';
 
@@ -22,6 +24,8 @@ const SELF = fileURLToPath(import.meta.url);
 const URL_ = process.env['STREAMSTATS_BENCH_REDIS'] ?? 'redis://127.0.0.1:6379';
 const SIZES = [1000, 100_000] as const;
 const BATCHES = [1, 10, 100, 1000] as const;
+/** The cell the target is judged on, measured under the bench's protocol. */
+const HEAD = { events: 100_000, batch: 1000 } as const;
 type Consumer = 'naive' | 'streamstats-1' | 'streamstats-2';
 
 const redisConfig = (stream: string) => parseRedisConfig((n) => ({ REDIS_URL: URL_, REDIS_STREAMS: stream })[n as 'REDIS_URL'] ?? defaults[n] ?? '', true);
@@ -193,21 +197,40 @@ export const redisXapiScenario: Scenario = {
     const ctl = await connect(redisConfig('unused'), silent, 'bench');
     const scratch = scratchDir('ss-bench-redis');
     const cells: Cell[] = [];
+    const port = () => 19500 + Math.floor(Math.random() * 400);
+    const loadBefore = loadavg()[1]!;
+    let head: VariantResult[];
     try {
       for (const events of SIZES) {
         for (const batch of BATCHES) {
           // Alternated per cell: the three consumers run back to back on the same machine state.
           for (const consumer of ['naive', 'streamstats-1', 'streamstats-2'] as const) {
-            const c = await measure(consumer, events, batch, ctl, scratch.dir, 19500 + Math.floor(Math.random() * 400));
+            const c = await measure(consumer, events, batch, ctl, scratch.dir, port());
             ctx.log(`  ${consumer} events ${events} batch ${batch}: ${fmt.int(c.eventsPerSecond)} events/s, lag ${fmt.secs(c.lagSeconds)} s, CPU ${fmt.secs(c.cpuSeconds)} s`);
             cells.push(c);
           }
         }
       }
+      // The comparison the target is judged on, under the bench's protocol: warm-up, alternated rounds, medians.
+      const headVariant = (consumer: 'naive' | 'streamstats-1', label: string): Variant => ({
+        id: consumer,
+        label,
+        config: { events: HEAD.events, batch: HEAD.batch },
+        run: async () => {
+          const c = await measure(consumer, HEAD.events, HEAD.batch, ctl, scratch.dir, port());
+          return { recordsPerSecond: c.eventsPerSecond, elapsedSeconds: HEAD.events / c.eventsPerSecond, peakRssBytes: NaN, extra: { lagSeconds: c.lagSeconds, cpuSeconds: c.cpuSeconds } };
+        },
+      });
+      head = await alternate(`redis-xapi ${fmt.int(HEAD.events)} events, batch ${HEAD.batch}`, [headVariant('naive', 'naive XREADGROUP loop'), headVariant('streamstats-1', 'streamstats x1 (WORKER_THREADS=1)')], ctx.protocol, ctx.log);
     } finally {
       await ctl.close();
       scratch.remove();
     }
+    const loadAfter = loadavg()[1]!;
+    const [naiveHead, ssHead] = head as [VariantResult, VariantResult];
+    const headRatio = ratio(ssHead, naiveHead);
+    const perRound = ssHead.samples.map((x, i) => x.recordsPerSecond / naiveHead.samples[i]!.recordsPerSecond);
+    const headRow = (v: VariantResult) => `| ${v.label} | ${fmt.int(v.recordsPerSecond.median)} | ${fmt.int(v.recordsPerSecond.min)}-${fmt.int(v.recordsPerSecond.max)} | ${fmt.secs(v.extra['lagSeconds']!.median)} s | ${fmt.secs(v.extra['cpuSeconds']!.median)} s |`;
     const b1 = cells.find((c) => c.consumer === 'streamstats-1' && c.events === 100_000 && c.batch === 1);
     const perEntryMs = b1 === undefined ? 'n/a' : ((b1.cpuSeconds / b1.events) * 1000).toFixed(2);
     const markdown = [
@@ -219,7 +242,7 @@ export const redisXapiScenario: Scenario = {
         'streamstats: `SOURCE=redis`, `FORMAT=json` with the xAPI mapping of the README, `WORKER_THREADS=1`, `BATCH_SIZE` = `REDIS_READ_COUNT` = batch, file sink; "processed" = applied to the windows (counted in `streamstats_records_total`). ' +
         'x2 = two instances in one consumer group. Naive: one thread, `XREADGROUP COUNT batch`, `JSON.parse` and a per-(verb, course, minute) aggregate of each entry, `XACK` per read.',
       '',
-      'Completion is seen by polling `/metrics` every 20 ms (a few tens of ms added to streamstats\' lag). ' +
+      'Completion is seen by polling `/metrics?name=streamstats_records_total` every 20 ms (up to 20 ms added to streamstats\' lag; one family, not the whole exposition, whose 2-4 ms a poll were charged to the consumer before). ' +
         'Reading it: both consumers are three to four orders of magnitude above seed 003\'s 2.4-60 rows/s, whose bottleneck was the insert into ClickHouse through Ralph, not the stream. ' +
         'The naive loop computes count, sum, min and max per (verb, course, minute) and acknowledges as it reads (a crash loses its aggregates); streamstats computes mean and variance (Welford) per window, ' +
         'dead-letters bad entries, acknowledges only below emitted windows and keeps lag metrics, and hands each batch to a worker thread: at batch 1 every entry is a pool task of its own ' +
@@ -227,17 +250,33 @@ export const redisXapiScenario: Scenario = {
         'it is built for its defaults (`REDIS_READ_COUNT=1000`, `BATCH_SIZE=4000`), where the producer, not the consumer, sets the pace. ' +
         'Two instances cannot add CPU on two shared cores; they show that a group of streamstats instances splits the stream and still emits complete statistics (tested in test/integration/redis.test.ts).',
       '',
-      '**One run per cell on a loaded, shared 2-core machine** (about eight other sessions ran builds and tests at the same time, and absolute numbers moved by 4x between two runs of this scenario): the numbers are context, not a comparison to quote to two digits.',
+      `### ${fmt.int(HEAD.events)} events at batch ${HEAD.batch}: streamstats against the naive loop`,
       '',
-      '### 1,000 events', '', table(cells, 1000), '',
-      '### 100,000 events', '', table(cells, 100_000), '',
+      `${ctx.protocol.warmup} warm-up + ${ctx.protocol.runs} measured rounds, the two consumers alternated, medians (a fresh stream, group and consumer process per run).`,
+      '',
+      '| consumer | median events/s | range | lag at the end (median) | CPU (median) |',
+      '|---|---:|---:|---:|---:|',
+      headRow(naiveHead),
+      headRow(ssHead),
+      '',
+      `**Target** (ratio of medians of events/s): streamstats x1 / naive ${fmt.ratio(headRatio)} (per round ${perRound.map((r) => fmt.ratio(r)).join(', ')}; target >= 1: **${headRatio >= 1 ? 'met' : 'not met'}**).`,
+      '',
+      `### Every batch size, one run per cell`,
+      '',
+      `The grid below is one run per cell (the consumers alternated within each cell), as context for batch sizes: a single run moves with whatever else the machine does. Load average (5 min) ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after the scenario (2 CPUs: above 2, other work competed with the runs).`,
+      '',
+      '#### 1,000 events', '', table(cells, 1000), '',
+      '#### 100,000 events', '', table(cells, 100_000), '',
     ].join('\n');
     const best = (c: Consumer) => Math.max(...cells.filter((x) => x.consumer === c && x.events === 100_000).map((x) => x.eventsPerSecond));
     return {
-      config: { redis: URL_, 'protocol.warmup': 0, 'protocol.runs': 1 },
-      groups: [],
+      config: { redis: URL_, 'grid.protocol.warmup': 0, 'grid.protocol.runs': 1, 'head.events': HEAD.events, 'head.batch': HEAD.batch },
+      groups: [{ id: 'head', title: `${fmt.int(HEAD.events)} events at batch ${HEAD.batch}`, variants: head, baseline: 'naive' }],
       markdown,
-      headline: [`redis-xapi: 100k events, best batch: naive ${fmt.int(best('naive'))} events/s, streamstats x1 ${fmt.int(best('streamstats-1'))}, x2 ${fmt.int(best('streamstats-2'))}`],
+      headline: [
+        `redis-xapi: ${fmt.int(HEAD.events)} events at batch ${HEAD.batch}, medians: naive ${fmt.int(naiveHead.recordsPerSecond.median)} events/s, streamstats x1 ${fmt.int(ssHead.recordsPerSecond.median)} (${fmt.ratio(headRatio)})`,
+        `redis-xapi grid, 100k events, best batch: naive ${fmt.int(best('naive'))} events/s, streamstats x1 ${fmt.int(best('streamstats-1'))}, x2 ${fmt.int(best('streamstats-2'))}`,
+      ],
     };
   },
 };
