@@ -65,9 +65,14 @@ function startProc(args: string[], env: Record<string, string>, port: number): P
 
 interface Cell { consumer: Consumer; events: number; batch: number; eventsPerSecond: number; lagSeconds: number; cpuSeconds: number }
 
+let runs = 0;
+
 async function measure(consumer: Consumer, events: number, batch: number, ctl: RedisConn, dir: string, basePort: number): Promise<Cell> {
-  const stream = `ss-bench-${process.pid}-${consumer}-${events}-${batch}`;
-  const group = `bench-${consumer}-${events}-${batch}`;
+  // Fresh names every run: a group's stored positions and watermark outlive its stream, and a second
+  // run under the same names resumes from them (its older events then count as late).
+  const run = `${process.pid}-${++runs}`;
+  const stream = `ss-bench-${run}-${consumer}-${events}-${batch}`;
+  const group = `bench-${run}-${consumer}-${events}-${batch}`;
   await ctl.send(['DEL', stream]);
   await ctl.send(['XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM']);
   const procs: Proc[] = [];
@@ -111,10 +116,15 @@ async function measure(consumer: Consumer, events: number, batch: number, ctl: R
   if (consumer === 'naive') {
     await new Promise((r) => procs[0]!.child.once('exit', r));
   } else {
+    const deadline = performance.now() + 300_000;
     for (;;) {
       let ok = 0;
       for (const p of procs) ok += await metricsSum(p.port, 'streamstats_records_total', '{result="ok"}');
       if (ok >= events) break;
+      if (performance.now() > deadline || procs.some((p) => p.child.exitCode !== null)) {
+        for (const p of procs) p.child.kill('SIGKILL');
+        throw new Error(`redis-xapi: ${consumer} applied ${ok} of ${events} events (batch ${batch}) ${performance.now() > deadline ? 'in 300 s' : 'before it exited'}`);
+      }
       await sleep(20);
     }
     cpu = procs.reduce((a, p) => a + cpuSeconds(p.child.pid!), 0) - cpuAtReady;
@@ -124,6 +134,9 @@ async function measure(consumer: Consumer, events: number, batch: number, ctl: R
   const done = consumer === 'naive' ? performance.now() - (JSON.parse(procs[0]!.stdout().trim().split('\n').pop()!) as { exitLagMs: number }).exitLagMs : performance.now();
   if (consumer === 'naive') cpu = (JSON.parse(procs[0]!.stdout().trim().split('\n').pop()!) as { cpuSeconds: number }).cpuSeconds;
   await ctl.send(['DEL', stream]);
+  // The group's own keys (positions, slots, leases) go with it.
+  const own = await ctl.send(['KEYS', `streamstats:{${group}}:*`]);
+  if (Array.isArray(own) && own.length > 0) await ctl.send(['DEL', ...own.map((k) => text(k))]);
   return { consumer, events, batch, eventsPerSecond: events / ((done - t0) / 1000), lagSeconds: Math.max(0, (done - produced) / 1000), cpuSeconds: cpu };
 }
 

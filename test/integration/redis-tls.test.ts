@@ -3,7 +3,7 @@
 // REDIS_TLS_CA, authenticate, select the URL's database, and read every entry; without the CA the
 // engine says what is wrong and exits non-zero instead of reading nothing behind a live /readyz.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -30,7 +30,6 @@ async function freePort(): Promise<number> {
 /** A TLS-only Redis with a password; its CA's certificate file. */
 async function tlsRedis(t: Test): Promise<{ port: number; ca: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'ss-redis-tls-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const f = (n: string) => join(dir, n);
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
   ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=streamstats-test-ca');
@@ -41,10 +40,18 @@ async function tlsRedis(t: Test): Promise<{ port: number; ca: string }> {
   execFileSync('redis-server', [
     '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--tls-cert-file', f('srv.crt'), '--tls-key-file', f('srv.key'),
     '--tls-ca-cert-file', f('ca.crt'), '--tls-auth-clients', 'no', '--requirepass', PASSWORD, '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--dir', dir,
+    '--pidfile', f('redis.pid'),
   ]);
+  // By its pid, not a SHUTDOWN over TLS: that needs the CA file, and must not depend on teardown order.
   t.teardown(() => {
-    spawnSync('redis-cli', ['--tls', '--cacert', f('ca.crt'), '-p', String(port), '-a', PASSWORD, '--no-auth-warning', 'SHUTDOWN', 'NOSAVE']);
+    try {
+      process.kill(Number(readFileSync(f('redis.pid'), 'utf8')), 'SIGTERM');
+    } catch {
+      // Already gone.
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
+  for (let i = 0; i < 50 && !existsSync(f('redis.pid')); i++) await new Promise((r) => setTimeout(r, 50));
   return { port, ca: f('ca.crt') };
 }
 

@@ -197,6 +197,15 @@ t.test('a reader is reused: reset() drops the last reply whole', async (t) => {
   const second = xreadReply('s', [{ id: '6-0', fields: ['x', 'y'] }]);
   t.equal(r.feed(second, 0), second.length);
   t.same([r.count, r.ids[0], r.state[0], r.names.get(0), r.used], [1, '6-0', ENTRY.MISSING, ['"x"'], 0]);
+  const big = new XReadReader(opts({ maxValueBytes: 8 << 20 }));
+  big.reset();
+  const large = xreadReply('s', [{ id: '7-0', fields: ['data', 'z'.repeat(6 << 20)] }]);
+  big.feed(large, 0);
+  t.ok(big.data.length >= 6 << 20, 'a large kept value grows the buffer');
+  big.reset();
+  big.feed(second, 0);
+  big.reset();
+  t.ok(big.data.length < 1 << 20, `and a reply that used little of it gives it back (${big.data.length} bytes)`);
 });
 
 t.test('commands are RESP arrays of bulk strings, UTF-8 counted in bytes', async (t) => {

@@ -23,6 +23,9 @@ export const ENTRY = {
 /** Field names kept of an entry without REDIS_FIELD (for its dead letter), and bytes of each. */
 const NAMES_KEPT = 10;
 const NAME_BYTES_KEPT = 256;
+/** The kept values' buffer: its first size, and above what it is cut back when a reply used a quarter of it. */
+const INITIAL_DATA = 64 * 1024;
+const SHRINK_ABOVE = 4 << 20;
 /** Longest entry id: two 20-digit numbers and a dash. */
 const MAX_ID_BYTES = 41;
 /** Longest header line (`*`, `$`, `:` and a number); an error line may be longer, up to this. */
@@ -257,7 +260,7 @@ export class XReadReader implements ReplyReader {
   valueSize: Float64Array;
   /** Field names (JSON-quoted, as dead letters show them) of the MISSING entries, by entry. */
   readonly names = new Map<number, string[]>();
-  data: Uint8Array = new Uint8Array(64 * 1024);
+  data: Uint8Array = new Uint8Array(INITIAL_DATA);
   used = 0;
   more = false;
   /** The largest entry of the reply in bytes, kept or not (0: no entry). */
@@ -304,6 +307,8 @@ export class XReadReader implements ReplyReader {
   }
 
   reset(): void {
+    // A burst of large entries grew the buffer to the bound; small ones after it do not keep that.
+    if (this.data.length > SHRINK_ABOVE && this.used < this.data.length / 4) this.data = new Uint8Array(Math.max(INITIAL_DATA, this.used * 2));
     this.count = 0;
     this.names.clear();
     this.used = 0;
