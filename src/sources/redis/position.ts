@@ -59,14 +59,32 @@ function split(id: string): [string, string] {
   return [id.slice(0, dash), id.slice(dash + 1)];
 }
 
+/**
+ * The decimal number in id[s..e) when it has 1 to 15 digits (exact as a double), else -1. Entry ids
+ * are read once per entry on the main thread: no slice or array for the common ones.
+ */
+function digitsOf(id: string, s: number, e: number): number {
+  if (e <= s || e - s > 15) return -1;
+  let v = 0;
+  for (let i = s; i < e; i++) {
+    const d = id.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
 export function natural(id: string): Natural {
-  const [ms, seq] = split(id);
-  if (ms.length <= 15 && seq.length <= 15) {
-    const n = Number(ms) * SPAN + Number(seq);
+  const dash = id.indexOf('-');
+  const ms = digitsOf(id, 0, dash);
+  const seq = ms < 0 ? -1 : digitsOf(id, dash + 1, id.length);
+  if (seq >= 0) {
+    const n = ms * SPAN + seq;
     // Above 2^53 - 1 the sum rounds to 2^53 or more, so this test is exact.
     if (n <= Number.MAX_SAFE_INTEGER) return n;
   }
-  return BigInt(ms) * SPAN_N + BigInt(seq);
+  const [msText, seqText] = split(id);
+  return BigInt(msText) * SPAN_N + BigInt(seqText);
 }
 
 /** Compares two ids as Redis orders them (decimal numbers without leading zeros). */
@@ -82,12 +100,17 @@ function cmpDecimal(a: string, b: string): number {
 
 /** Milliseconds of an entry id (its append time), as a number (approximate above 2^53). */
 export function idMs(id: string): number {
-  return Number(split(id)[0]);
+  const dash = id.indexOf('-');
+  const ms = digitsOf(id, 0, dash);
+  return ms >= 0 ? ms : Number(split(id)[0]);
 }
 
 function seqAtLeastSpan(id: string): boolean {
-  const seq = split(id)[1];
-  return seq.length > 4 || Number(seq) >= SPAN;
+  const dash = id.indexOf('-');
+  const seq = dash > 0 ? digitsOf(id, dash + 1, id.length) : -1;
+  if (seq >= 0) return seq >= SPAN;
+  const text = split(id)[1];
+  return text.length > 4 || Number(text) >= SPAN;
 }
 
 /** Position of `id` in segment `s`: its start plus the natural distance (Infinity when far beyond 2^53). */
