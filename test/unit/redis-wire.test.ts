@@ -208,6 +208,21 @@ t.test('a reader is reused: reset() drops the last reply whole', async (t) => {
   t.ok(big.data.length < 1 << 20, `and a reply that used little of it gives it back (${big.data.length} bytes)`);
 });
 
+t.test('resume(): a second reply read onto the first, as one read (the entry that sized it, then the rest); the bound counts both', async (t) => {
+  const r = new XReadReader(opts({ limitBytes: 2500 }), 1);
+  r.reset();
+  const one = xreadReply('s', [{ id: '1-1', fields: ['data', 'x', 'other', 'y'.repeat(1000)] }]);
+  t.equal(r.feed(one, 0), one.length);
+  r.resume();
+  const rest = xreadReply('s', Array.from({ length: 4 }, (_, i) => ({ id: `1-${i + 2}`, fields: ['data', `v${i}`, 'other', 'y'.repeat(1000)] })));
+  t.equal(r.feed(rest, 0), rest.length);
+  t.same(r.ids.slice(0, r.count), ['1-1', '1-2', '1-3'], 'the first reply\'s entry, then the second\'s until the bound (1,013 bytes each, 2,500 in all)');
+  t.ok(r.more, 'the rest of the second reply is pending');
+  t.same([Buffer.from(r.value(0)).toString(), Buffer.from(r.value(2)).toString()], ['x', 'v1'], 'values of both replies, in order');
+  r.reset();
+  t.equal(r.count, 0, 'reset() starts afresh');
+});
+
 t.test('commands are RESP arrays of bulk strings, UTF-8 counted in bytes', async (t) => {
   t.equal(encodeCommand(['XREADGROUP', 'GROUP', 'g', 'c€']).toString(), '*4\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n$1\r\ng\r\n$4\r\nc€\r\n');
   const s = new SimpleReader(16);

@@ -64,13 +64,13 @@ export class LaneConn {
   }
 
   /**
-   * Sends the command and reads its reply into `reader` (reset first). Connects first when not
-   * connected. blockMs: the time Redis itself may take (XREADGROUP BLOCK), added to the deadline.
+   * Sends the command and reads its reply into `reader` (reset first, or resumed: append). Connects
+   * first when not connected. blockMs: the time Redis itself may take (XREADGROUP BLOCK), added to the deadline.
    */
-  async request(args: readonly string[], reader: ReplyReader, blockMs = 0): Promise<void> {
+  async request(args: readonly string[], reader: ReplyReader, blockMs = 0, append = false): Promise<void> {
     if (this.#closed) throw new Error('redis: the lane connection is closed');
     if (!this.#ready) await this.#open();
-    await this.#send(args, reader, blockMs);
+    await this.#send(args, reader, blockMs, append);
   }
 
   /** Ends the connection; a request in hand fails. Idempotent. */
@@ -140,11 +140,14 @@ export class LaneConn {
     }
   }
 
-  #send(args: readonly string[], reader: ReplyReader, blockMs: number): Promise<void> {
+  /** append: the reply goes onto the reader's last one (resume), else it starts afresh (reset). */
+  #send(args: readonly string[], reader: ReplyReader, blockMs: number, append = false): Promise<void> {
     const socket = this.#socket;
     if (socket === null) return Promise.reject(new Error('redis: the lane connection is down'));
     if (this.#pending !== null) return Promise.reject(new Error('redis: a lane connection takes one request at a time'));
-    reader.reset();
+    if (!append) reader.reset();
+    else if (reader.resume !== undefined) reader.resume();
+    else return Promise.reject(new Error('redis: this reply cannot be read onto the last one'));
     return new Promise<void>((resolve, reject) => {
       const ms = blockMs + LANE_CONN_DEFAULTS.replyTimeoutMs;
       const timer = setTimeout(() => this.#lost(socket, new Error(`redis: no reply within ${ms} ms (${args[0]})`)), ms);

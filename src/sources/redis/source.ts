@@ -284,11 +284,22 @@ export class RedisSource {
     while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
       const pel = lane.cursor !== '>';
       try {
-        await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(count), 'STREAMS', lane.stream, lane.cursor], reader);
+        let asked = count;
+        await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(asked), 'STREAMS', lane.stream, lane.cursor], reader);
         if (reader.error !== null) throw new Error(reader.error);
         // Nothing new: wait for the next entry (one entry, bounded by itself).
         if (reader.count === 0 && !pel) {
+          asked = 1;
           await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>'], reader, redis.blockMs);
+          if (reader.error !== null) throw new Error(reader.error);
+        }
+        // A read of one entry is completed by a read sized by it, as one read (the script that bounded
+        // reads in Redis did the same in its steps): a lane that opens, is rebuilt or restarts reads as
+        // many entries at a time as a steady one, so its batches, and the merges of their partial
+        // moments, fall where an undisturbed run's do.
+        if (asked === 1 && reader.count === 1 && !reader.more && redis.readCount > 1 && reader.keptBytes < redis.readMaxBytes) {
+          const rest = Math.max(1, Math.min(redis.readCount - 1, Math.floor((redis.readMaxBytes - reader.keptBytes) / Math.max(1, reader.largest))));
+          await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(rest), 'STREAMS', lane.stream, pel ? reader.ids[0]! : '>'], reader, 0, true);
           if (reader.error !== null) throw new Error(reader.error);
         }
         // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one kept.

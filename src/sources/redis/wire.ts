@@ -52,6 +52,8 @@ export function encodeCommand(args: readonly string[]): Buffer {
 /** A reply read from chunks: feed() returns the index after the reply's last byte, or -1 for more. */
 export interface ReplyReader {
   reset(): void;
+  /** Reads the next reply onto what the last one left (XReadReader); absent: every reply starts afresh. */
+  resume?(): void;
   feed(chunk: Uint8Array, start: number): number;
 }
 
@@ -304,6 +306,18 @@ export class XReadReader implements ReplyReader {
     this.valueAt = new Int32Array(capacity);
     this.valueLen = new Int32Array(capacity);
     this.valueSize = new Float64Array(capacity);
+  }
+
+  /**
+   * Reads a second reply onto this one (a read's rest, after the entry that sized it): its entries
+   * follow those kept, and the bound counts both.
+   */
+  resume(): void {
+    this.error = null;
+    this.#line.reset();
+    this.#depth = 0;
+    this.#bulk = -1;
+    this.#crlf = 0;
   }
 
   reset(): void {
