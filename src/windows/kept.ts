@@ -10,6 +10,7 @@
 // every window from keptFromMs on and rebuilds them whole, while a window before keptFromMs, of which
 // the replay may see only a part, is never rebuilt (a partial window amended would overwrite a
 // complete row with a smaller one).
+import { withLength } from '../core/columns.js';
 import { MOMENT } from '../core/stats.js';
 import { mergeMomentsFrom } from '../core/stats.js';
 import { Sketch, SKETCH_BASE_BYTES, SKETCH_BUCKET_BYTES } from '../core/sketch.js';
@@ -82,16 +83,12 @@ class KeptWindow {
     const i = this.n++;
     if (i >= this.revision.length || (i + 1) * STAT.STRIDE > this.stats.length) {
       const cap = Math.max(8, i + 1, Math.ceil(this.revision.length * 1.5));
-      this.stats = grow(this.stats, cap * STAT.STRIDE);
-      this.revision = grow(this.revision, cap);
-      this.pending = grow(this.pending, cap);
-      this.lateRecords = grow(this.lateRecords, cap);
-      const d = new Uint8Array(cap);
-      d.set(this.isDirty);
-      this.isDirty = d;
-      const s = new Uint8Array(cap);
-      s.set(this.shared);
-      this.shared = s;
+      this.stats = withLength(this.stats, cap * STAT.STRIDE);
+      this.revision = withLength(this.revision, cap);
+      this.pending = withLength(this.pending, cap);
+      this.lateRecords = withLength(this.lateRecords, cap);
+      this.isDirty = withLength(this.isDirty, cap);
+      this.shared = withLength(this.shared, cap);
     }
     const o = i * STAT.STRIDE;
     this.stats[o + MOMENT.COUNT] = 0;
@@ -103,12 +100,6 @@ class KeptWindow {
   }
 }
 
-function grow(a: Float64Array, n: number): Float64Array {
-  if (a.length >= n) return a;
-  const b = new Float64Array(n);
-  b.set(a);
-  return b;
-}
 
 export class KeptWindows {
   readonly #windowMs: number;

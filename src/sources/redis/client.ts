@@ -17,7 +17,7 @@ export interface RedisConn {
   close(): Promise<void>;
 }
 
-export const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
+const REFUSED = /WRONGPASS|NOAUTH|NOPERM|invalid username-password/;
 
 function refused(cfg: RedisConfig, cause: Error): StreamstatsError {
   return new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(cfg)} refused the credentials of REDIS_URL (${cause.message})`, { cause, canRetry: false });

@@ -72,7 +72,7 @@ export function splitEntries(reader: XReadReader, from: number, o: SplitOptions)
       len[k] = set.write(ids[i]!, p, 'latin1');
       p += len[k]!;
     }
-    const batch = {
+    out.batches.push({
       lane: o.laneId,
       data,
       offsets,
@@ -83,8 +83,7 @@ export function splitEntries(reader: XReadReader, from: number, o: SplitOptions)
       firstTimestampMs: firstMs,
       lastTimestampMs: lastMs,
       ...(oversized.size > 0 ? { oversized } : {}),
-    };
-    out.batches.push(batch);
+    });
     members = [];
     oversized = new Map();
   };

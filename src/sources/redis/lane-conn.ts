@@ -7,8 +7,8 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { StreamstatsError } from '../../errors.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
-import { REFUSED, finalConnectError } from './client.js';
-import { RespProtocolError, SimpleError, SimpleReader, encodeCommand, type ReplyReader } from './wire.js';
+import { finalConnectError } from './client.js';
+import { RespProtocolError, SimpleError, SimpleReader, encodeCommand, type ReplyReader } from './resp.js';
 
 export const LANE_CONN_DEFAULTS = {
   connectTimeoutMs: 5000,
@@ -135,8 +135,8 @@ export class LaneConn {
     await this.#send(args, this.#simple, 0);
     const v = this.#simple.value;
     if (v instanceof SimpleError) {
-      if (REFUSED.test(v.message)) throw new StreamstatsError('STREAMSTATS_SOURCE', `redis: ${redactedRedisUrl(this.#cfg)} refused the credentials of REDIS_URL (${v.message})`, { canRetry: false });
-      throw new Error(`redis: ${what} failed: ${v.message}`);
+      const err = new Error(v.message);
+      throw finalConnectError(this.#cfg, err) ?? new Error(`redis: ${what} failed: ${v.message}`, { cause: err });
     }
   }
 

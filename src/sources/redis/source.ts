@@ -285,13 +285,11 @@ export class RedisSource {
       const pel = lane.cursor !== '>';
       try {
         let asked = count;
-        await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(asked), 'STREAMS', lane.stream, lane.cursor], reader);
-        if (reader.error !== null) throw new Error(reader.error);
+        await this.#readGroup(conn, lane, reader, asked, lane.cursor);
         // Nothing new: wait for the next entry (one entry, bounded by itself).
         if (reader.count === 0 && !pel) {
           asked = 1;
-          await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', '1', 'BLOCK', String(redis.blockMs), 'STREAMS', lane.stream, '>'], reader, redis.blockMs);
-          if (reader.error !== null) throw new Error(reader.error);
+          await this.#readGroup(conn, lane, reader, 1, '>', redis.blockMs);
         }
         // A read of one entry is completed by a read sized by it, as one read (the script that bounded
         // reads in Redis did the same in its steps): a lane that opens, is rebuilt or restarts reads as
@@ -299,8 +297,7 @@ export class RedisSource {
         // moments, fall where an undisturbed run's do.
         if (asked === 1 && reader.count === 1 && !reader.more && redis.readCount > 1 && reader.keptBytes < redis.readMaxBytes) {
           const rest = Math.max(1, Math.min(redis.readCount - 1, Math.floor((redis.readMaxBytes - reader.keptBytes) / Math.max(1, reader.largest))));
-          await conn.request(['XREADGROUP', 'GROUP', redis.groupId, lane.consumer, 'COUNT', String(rest), 'STREAMS', lane.stream, pel ? reader.ids[0]! : '>'], reader, 0, true);
-          if (reader.error !== null) throw new Error(reader.error);
+          await this.#readGroup(conn, lane, reader, rest, pel ? reader.ids[0]! : '>', 0, true);
         }
         // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one kept.
         if (reader.more && reader.count > 0) lane.cursor = reader.ids[reader.count - 1]!;
@@ -368,6 +365,17 @@ export class RedisSource {
       for (const b of split.batches) await lanes.submit(b);
     }
   }
+
+  /**
+   * XREADGROUP of the lane into `reader` (onto its last reply: append), waiting up to blockMs for
+   * new entries when above 0; an error reply (NOGROUP ...) throws with Redis's text.
+   */
+  async #readGroup(conn: LaneConn, lane: StreamLane, reader: XReadReader, count: number, cursor: string, blockMs = 0, append = false): Promise<void> {
+    const block = blockMs > 0 ? ['BLOCK', String(blockMs)] : [];
+    await conn.request(['XREADGROUP', 'GROUP', this.#o.redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, cursor], reader, blockMs, append);
+    if (reader.error !== null) throw new Error(reader.error);
+  }
+
   /**
    * The lane's stream or group is gone (XGROUP DESTROY, DEL of the stream): the group is created
    * again where the lane needs it, at its commit point, so that the entries it has handed on and not
