@@ -2,7 +2,8 @@
 // entries as a whole-reply parse (SimpleReader) would give; the byte bound keeps the prefix the Lua
 // script kept; and what is not RESP, or not XREADGROUP's shape, is an error, never a guess.
 import t from 'tap';
-import { ENTRY, RespProtocolError, SimpleError, SimpleReader, XReadReader, encodeCommand, type XReadOptions } from '../../src/sources/redis/wire.js';
+import { RespProtocolError, SimpleError, SimpleReader, encodeCommand } from '../../src/sources/redis/resp.js';
+import { ENTRY, XReadReader, type XReadOptions } from '../../src/sources/redis/wire.js';
 import { Rng } from '../fixtures/gen.js';
 import { readReply, xreadReply, type RespEntry } from '../fixtures/resp.js';
 
