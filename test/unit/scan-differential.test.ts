@@ -124,7 +124,19 @@ function ceilometer(g: Gen): string {
   if (g.chance(0.5)) m.push([q('resource_metadata'), extra(g)]);
   if (g.chance(0.03)) m.push(g.pick([[q('counter_name'), q('mem')], [q('counter_volume'), '3'], [q('resource_id'), q('z')], [q('timestamp'), q('2024-01-01T00:00:01')]]) as [string, string]);
   if (g.chance(0.05)) m.push([q('__proto__'), '{"counter_name":"p"}']);
+  // A key of a field's length with one letter changed is some other key: the fast path tells keys apart
+  // by length and one letter, then compares the one candidate in full.
+  if (g.chance(0.1)) m.push([q(nearMiss(g, g.pick(CEILOMETER_KEYS))), g.pick([q('mem'), '3', q('z'), q('2024-01-01T00:00:01'), q('gauge')])]);
   return `${g.ws()}${g.obj(g.shuffle(m))}${g.ws()}`;
+}
+
+const CEILOMETER_KEYS = ['counter_name', 'counter_unit', 'counter_type', 'counter_volume', 'timestamp', 'resource_id', 'project_id', 'user_id', 'source'];
+
+/** key with one letter replaced by another (never the same letter). */
+function nearMiss(g: Gen, key: string): string {
+  const i = g.int(key.length);
+  const c = String.fromCharCode(0x61 + ((key.charCodeAt(i) - 0x61 + 1 + g.int(25)) % 26 + 26) % 26);
+  return key.slice(0, i) + (c === key[i] ? 'X' : c) + key.slice(i + 1);
 }
 
 const XAPI_MAPPING: JsonMapping = {
@@ -364,4 +376,33 @@ t.test('a long run of new series (the fast path goes sparse), then known ones: r
   const known = run((i) => `known.${i % 500}`, 40_000, 100_000);
   t.equal(mismatches, 0, 'fast path = slow path throughout');
   t.ok(known.scanned >= known.ok / 2, `then 500 series over and over: the fast path took ${known.scanned} of ${known.ok}`);
+});
+
+t.test('ceilometer: a key one letter away from a field is another key, in every position', async (t) => {
+  // Each field's key with each letter replaced, in a message beside one with the true key and the
+  // same value: with every dimension in the series, a near miss taken for the field would give both
+  // messages one signature, so the second would get the first's series.
+  const value: Record<string, string> = { counter_name: q('cpu'), counter_unit: q('%'), counter_type: q('gauge'), counter_volume: '3', timestamp: q('2024-01-01T00:10:00'), resource_id: q('r1'), project_id: q('p1'), user_id: q('u1'), source: q('s1') };
+  const base = (skip: string): Array<[string, string]> => CEILOMETER_KEYS.filter((k) => k !== skip).map((k) => [q(k), value[k]!]);
+  const msgs: Buffer[] = [];
+  for (const key of CEILOMETER_KEYS) {
+    for (let i = 0; i < key.length; i++) {
+      for (const c of ['a', 'z', 'X', '_']) {
+        if (key[i] === c) continue;
+        const near = key.slice(0, i) + c + key.slice(i + 1);
+        // The true key's message is decoded first and taught to the fast path; then the near miss twice.
+        msgs.push(Buffer.from(new Gen(0).obj(base(''))));
+        msgs.push(Buffer.from(new Gen(0).obj([...base(key), [q(near), value[key]!]])));
+        msgs.push(Buffer.from(new Gen(0).obj([...base(key), [q(near), value[key]!]])));
+      }
+    }
+  }
+  const s = settings({ format: { kind: 'ceilometer' }, maxFutureMs: 0 });
+  const fast = new Decoder(s);
+  const slow = new Decoder(s, { scan: false });
+  const { buffer, offsets } = pack(msgs);
+  const r = fast.decodeBatch(buffer.slice(0), offsets.slice(), CEILOMETER_NOW);
+  const r0 = slow.decodeBatch(buffer.slice(0), offsets.slice(), CEILOMETER_NOW);
+  t.ok(same(t, r, r0, 'near-miss keys: fast path = slow path'), `${msgs.length} messages: fast path = slow path`);
+  t.ok(fast.scanned > msgs.length / 2, `the fast path took ${fast.scanned} of ${msgs.length} messages`);
 });

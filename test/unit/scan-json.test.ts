@@ -91,6 +91,44 @@ t.test('validation: the scanner takes plain JSON, and nothing JSON.parse refuses
   t.notOk(scans(Buffer.from('{"a":1}\u00a0', 'latin1')), 'a non-JSON space is not whitespace');
 });
 
+/** string() as a byte at a time reads it: the position after the closing quote, or -1; and the high flag. */
+function refString(b: Uint8Array, p: number, end: number): { at: number; high: boolean } {
+  let high = false;
+  for (let i = p + 1; i < end; i++) {
+    const c = b[i]!;
+    if (c === 0x22) return { at: i + 1, high };
+    if (c === 0x5c || c < 0x20) return { at: -1, high };
+    if (c >= 0x80) high = true;
+  }
+  return { at: -1, high };
+}
+
+t.test('strings: read four bytes a step, the same as one byte at a time', async (t) => {
+  // Plain letters with the bytes that stop a string (quote, backslash, control characters, >= 0x80)
+  // at every offset of a word, and an end that may fall inside a word: bytes past it are never read.
+  const byte = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c) },
+    { weight: 1, arbitrary: fc.constantFrom(0x22, 0x5c, 0x00, 0x1f, 0x0a, 0x7f, 0x80, 0xc3, 0xff, 0x21, 0x23, 0x5b, 0x5d, 0x20) });
+  check(t, 'random strings', 30_000, fc.property(fc.array(byte, { maxLength: 40 }), fc.nat(44), fc.nat(3), (body, cut, lead) => {
+    const b = new Uint8Array(lead + 1 + body.length + 4).fill(0x22);
+    b.set(body, lead + 1);
+    const end = Math.min(b.length, lead + 1 + cut);
+    const s = new JsonScanner();
+    s.reset(b, end);
+    const at = s.string(lead);
+    const ref = refString(b, lead, end);
+    return at === ref.at && (at < 0 || s.high === ref.high);
+  }));
+  const s = new JsonScanner();
+  const b = Buffer.from('"abcdefgh"');
+  s.reset(b, 8);
+  t.equal(s.string(0), -1, 'a closing quote past the end is not read');
+  s.reset(b, b.length);
+  t.equal(s.string(0), b.length, 'a string of two words');
+  const long = Buffer.from(`"${'x'.repeat(1001)}\\u0041"`);
+  s.reset(long, long.length);
+  t.equal(s.string(0), -1, 'a backslash after a thousand plain bytes leaves it to JSON.parse');
+});
+
 function slowIso(text: string): number {
   try {
     return parseIsoTimestamp(text, 'timestamp');
