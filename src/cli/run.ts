@@ -84,6 +84,7 @@ async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string
   if (warning !== null) logger.warn({ variables: unknown.map((u) => u.name) }, warning);
   logger.info({ config: redactedConfig(config) }, 'starting');
   logger.info({ workerThreads: config.workerThreads, reason: config.workerThreadsReason, laneState: config.laneState, laneStateReason: config.laneStateReason }, 'worker threads');
+  logger.info({ batchSize: config.batchSize, batchMaxBytes: config.batchMaxBytes, poolQueue: config.poolQueue, reason: config.batchReason }, 'batches');
   const exitAfterTimeout = (what: string) => {
     const t = setTimeout(() => {
       logger.error({ timeoutSeconds: config.shutdownTimeoutSeconds }, `${what} took longer than SHUTDOWN_TIMEOUT_SECONDS; exiting`);

@@ -60,6 +60,8 @@ export interface Config {
   workerThreadsReason: string;
   batchSize: number;
   batchMaxBytes: number;
+  /** Why batchSize and batchMaxBytes are what they are (auto chose them by source, or they were set), for the start-up log. */
+  batchReason: string;
   poolQueue: number;
   workerMaxMemoryMb: number;
   taskTimeoutSeconds: number;
@@ -113,18 +115,52 @@ function parseGenerator(r: Reader): GeneratorConfig {
   };
 }
 
-function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean): { workerThreads: number; workerThreadsReason: string; poolQueue: number } {
+/**
+ * What the auto batch settings are, by source. A file is read whole and nobody waits on one of its
+ * records: its batches are large, so that one holds each series several times and the worker's
+ * partials spare the main thread's merge (seed 001, 10,000 series: at 4000 messages a batch each
+ * record was a partial of its own). The bytes held are bounded instead by the batch bytes: the engine
+ * holds up to 2 x POOL_QUEUE batches.
+ */
+export const BATCH_DEFAULTS = {
+  size: 4000,
+  maxBytes: 4 * 1024 * 1024,
+  file: { size: 32_000, heldBytes: 128 * 1024 * 1024, minBytes: 4 * 1024 * 1024, maxBytes: 16 * 1024 * 1024 },
+} as const;
+
+type Threads = Pick<Config, 'workerThreads' | 'workerThreadsReason' | 'poolQueue' | 'batchSize' | 'batchMaxBytes' | 'batchReason'>;
+
+function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean, file: boolean, maxMessageBytes: number): Threads {
   const threads = r.get('WORKER_THREADS');
   // With the lanes in their owners the main thread only moves bytes (0.3-0.4 us of CPU a record on the
-  // default job): a core kept for it would idle, so auto gives the owners every usable core.
-  const workerThreads = threads === 'auto' ? (owned ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
+  // default job): a core kept for it would idle, so auto gives the owners every usable core. A file's
+  // large batches leave the main thread reading and merging one partial per series a batch: a core
+  // kept for it idled too (seed 001 on 2 cores, alternated runs: 2 workers at 32000 messages a batch
+  // were 1.4-1.8x 1 worker at 4000; 2 workers at 4000, or 1 at 32000, no faster than that).
+  const all = owned || file;
+  const workerThreads = threads === 'auto' ? (all ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
   const workerThreadsReason = threads === 'auto'
     ? owned
       ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a lane owner (the lanes live in their owner workers: the main thread only moves bytes)`
-      : `auto: ${cpus.usable} usable CPUs (${cpus.source}) - 1 for the main thread`
+      : file
+        ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a decode worker (a file's batches are large: the main thread reads and merges one partial per series a batch)`
+        : `auto: ${cpus.usable} usable CPUs (${cpus.source}) - 1 for the main thread`
     : threads === 0 ? 'WORKER_THREADS=0: decode on the main thread (baseline)' : 'WORKER_THREADS set';
   const queue = r.get('POOL_QUEUE');
-  return { workerThreads, workerThreadsReason, poolQueue: queue === 'auto' ? 2 * Math.max(1, workerThreads) + 1 : queue };
+  const busy = Math.max(1, workerThreads);
+  const poolQueue = queue === 'auto' ? (file ? busy + 1 : 2 * busy + 1) : queue;
+  const size = r.get('BATCH_SIZE');
+  const bytes = r.get('BATCH_MAX_BYTES');
+  const f = BATCH_DEFAULTS.file;
+  const autoBytes = file ? Math.min(f.maxBytes, Math.max(f.minBytes, Math.floor(f.heldBytes / (2 * poolQueue)))) : BATCH_DEFAULTS.maxBytes;
+  const batchSize = size === 'auto' ? (file ? f.size : BATCH_DEFAULTS.size) : size;
+  const batchMaxBytes = bytes === 'auto' ? Math.max(autoBytes, maxMessageBytes) : bytes;
+  const batchReason = size === 'auto' || bytes === 'auto'
+    ? file
+      ? `auto: a file is read whole, so its batches are large (${batchSize} messages, ${batchMaxBytes} bytes: the 2 x POOL_QUEUE = ${2 * poolQueue} batches held stay within ${f.heldBytes} bytes)`
+      : `auto: ${batchSize} messages, ${batchMaxBytes} bytes`
+    : 'BATCH_SIZE and BATCH_MAX_BYTES set';
+  return { workerThreads, workerThreadsReason, poolQueue, batchSize, batchMaxBytes, batchReason };
 }
 
 /**
@@ -166,7 +202,7 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
   const late = parseLateRecords(r, sink);
   const percentiles = parsePercentiles(r);
   const lanes = parseLaneState(r, { source: source.kind, workerThreads: r.get('WORKER_THREADS'), sink });
-  const threads = parseThreads(r, cpus, lanes.laneState === 'worker');
+  const threads = parseThreads(r, cpus, lanes.laneState === 'worker', source.kind === 'file', r.get('MAX_MESSAGE_BYTES'));
   const config: Config = {
     source,
     sink,
@@ -189,8 +225,6 @@ export function parseConfig(env: Env, cpus: CpuInfo = detectCpus()): Config {
     maxFutureSeconds: r.get('MAX_FUTURE_SECONDS'),
     ...threads,
     ...lanes,
-    batchSize: r.get('BATCH_SIZE'),
-    batchMaxBytes: r.get('BATCH_MAX_BYTES'),
     workerMaxMemoryMb: r.get('WORKER_MAX_MEMORY_MB'),
     taskTimeoutSeconds: r.get('TASK_TIMEOUT_SECONDS'),
     generator,

@@ -195,5 +195,6 @@ t.test('LANE_STATE=auto (the default): in the owner workers where the source gai
   t.match(lanes({ LANE_STATE: 'main' }), /^main: LANE_STATE=main$/, 'asked for');
   t.match(lanes({ LANE_STATE: 'worker', SOURCE: 'file:/tmp/in.ndjson' }), /^worker: LANE_STATE=worker$/, 'worker asked for with a file');
   t.equal(parseConfig({}, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 2, 'WORKER_THREADS=auto: an owner per usable CPU');
-  t.equal(parseConfig({ SOURCE: 'file:/tmp/in.ndjson' }, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 1, 'and usable - 1 where the lanes stay on the main thread');
+  t.equal(parseConfig({ SOURCE: 'file:/tmp/in.ndjson' }, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 2, 'a file: every usable CPU decodes its large batches');
+  t.equal(parseConfig({ SOURCE: 'stdin' }, { usable: 2, host: 2, quota: null, source: 'host' }).workerThreads, 1, 'and usable - 1 where the lanes stay on the main thread otherwise');
 });

@@ -122,7 +122,7 @@ t.test('valid non-default values', async (t) => {
   t.same(c.groupBy, ['hostname', 'service'], 'GROUP_BY split and trimmed');
   t.equal(c.workerThreads, 0);
   t.match(c.workerThreadsReason, /main thread/);
-  t.equal(c.poolQueue, 3, 'POOL_QUEUE auto with 0 threads = 2 x 1 + 1');
+  t.equal(c.poolQueue, 2, 'POOL_QUEUE auto with a file and 0 threads = 1 + 1 (its batches are large)');
   t.equal(c.windowSeconds, 86400);
   t.equal(c.allowedLatenessSeconds, 0.5);
   t.equal(c.generator.intervalMs, 250, 'GEN_INTERVAL_SECONDS in ms');
@@ -387,6 +387,34 @@ t.test('WORKER_THREADS=auto uses the CpuInfo passed in', async (t) => {
   t.match(owned(2).workerThreadsReason, /2 usable CPUs \(fake\), every one to a lane owner \(the lanes live in their owner workers/);
   t.equal(parseConfig({ LANE_STATE: 'worker', WORKER_THREADS: '1' }, { usable: 4, host: 4, quota: null, source: '' }).workerThreads, 1, 'a number stays that number');
   t.equal(defaultThreads({ usable: 0, host: 0, quota: null, source: '' }), 1, 'never below 1');
+});
+
+t.test('a file: auto gives every usable CPU to decode workers, large batches and a bounded number held', async (t) => {
+  const file = (env: Record<string, string>, usable: number) => parseConfig({ SOURCE: 'file:/data/in.ndjson', ...env }, { usable, host: 64, quota: usable, source: 'fake' });
+  const two = file({}, 2);
+  t.equal(two.laneState, 'main', 'a file stays one lane on the main thread');
+  t.equal(two.workerThreads, 2, 'usable 2 -> 2 decode workers');
+  t.match(two.workerThreadsReason, /2 usable CPUs \(fake\), every one to a decode worker \(a file's batches are large/);
+  t.equal(two.poolQueue, 3, 'POOL_QUEUE auto = threads + 1');
+  t.equal(two.batchSize, 32_000, 'BATCH_SIZE auto = 32000 for a file');
+  t.equal(two.batchMaxBytes, 16 * 1024 * 1024, 'BATCH_MAX_BYTES auto: 128 MiB / 6 batches held, at most 16 MiB');
+  t.match(two.batchReason, /a file is read whole.*32000 messages, 16777216 bytes.*6 batches held stay within 134217728 bytes/);
+  // Many workers: more batches held, so each is smaller, never below 4 MiB.
+  const many = file({}, 16);
+  t.equal(many.poolQueue, 17);
+  t.equal(many.batchMaxBytes, 4 * 1024 * 1024, '128 MiB / 34 batches held is under 4 MiB: 4 MiB');
+  const six = file({}, 6);
+  t.equal(six.batchMaxBytes, Math.floor(128 * 1024 * 1024 / 14), '128 MiB / 14 batches held');
+  t.ok(six.batchMaxBytes * 2 * six.poolQueue <= 128 * 1024 * 1024, 'the batches held fit 128 MiB');
+  // Messages larger than the auto bound still fit a batch.
+  t.equal(file({ MAX_MESSAGE_BYTES: String(32 * 1024 * 1024) }, 2).batchMaxBytes, 32 * 1024 * 1024, 'never below MAX_MESSAGE_BYTES');
+  // Set values stay as set; other sources keep the stream defaults.
+  const set = file({ BATCH_SIZE: '1000', BATCH_MAX_BYTES: '2097152', POOL_QUEUE: '9', WORKER_THREADS: '1' }, 2);
+  t.same([set.batchSize, set.batchMaxBytes, set.poolQueue, set.workerThreads], [1000, 2_097_152, 9, 1]);
+  t.equal(set.batchReason, 'BATCH_SIZE and BATCH_MAX_BYTES set');
+  const stdin = parseConfig({ SOURCE: 'stdin' }, { usable: 2, host: 2, quota: null, source: 'fake' });
+  t.same([stdin.batchSize, stdin.batchMaxBytes, stdin.workerThreads, stdin.poolQueue], [4000, 4 * 1024 * 1024, 1, 3], 'stdin may be a live stream: the stream defaults, usable - 1');
+  t.throws(() => parseConfig({ BATCH_SIZE: 'big' }), /BATCH_SIZE/, 'a word other than auto is refused, naming the variable');
 });
 
 t.test('argvToEnv', async (t) => {
