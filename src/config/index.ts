@@ -135,8 +135,8 @@ function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean, file: boolean, m
   // With the lanes in their owners the main thread only moves bytes (0.3-0.4 us of CPU a record on the
   // default job): a core kept for it would idle, so auto gives the owners every usable core. A file's
   // large batches leave the main thread reading and merging one partial per series a batch: a core
-  // kept for it idled too (seed 001 on 2 cores, alternated runs: 2 workers at 32000 messages a batch
-  // were 1.4-1.8x 1 worker at 4000; 2 workers at 4000, or 1 at 32000, no faster than that).
+  // kept for it idled too (neither a second worker nor larger batches alone made seed 001 faster;
+  // both did: docs/history/measurements-2026-12.md).
   const all = owned || file;
   const workerThreads = threads === 'auto' ? (all ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
   const workerThreadsReason = threads === 'auto'
