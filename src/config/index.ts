@@ -139,13 +139,12 @@ function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean, file: boolean, m
   // both did: docs/history/measurements-2026-12.md).
   const all = owned || file;
   const workerThreads = threads === 'auto' ? (all ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
-  const workerThreadsReason = threads === 'auto'
-    ? owned
-      ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a lane owner (the lanes live in their owner workers: the main thread only moves bytes)`
-      : file
-        ? `auto: ${cpus.usable} usable CPUs (${cpus.source}), every one to a decode worker (a file's batches are large: the main thread reads and merges one partial per series a batch)`
-        : `auto: ${cpus.usable} usable CPUs (${cpus.source}) - 1 for the main thread`
-    : threads === 0 ? 'WORKER_THREADS=0: decode on the main thread (baseline)' : 'WORKER_THREADS set';
+  const usable = `auto: ${cpus.usable} usable CPUs (${cpus.source})`;
+  const workerThreadsReason =
+    threads !== 'auto' ? (threads === 0 ? 'WORKER_THREADS=0: decode on the main thread (baseline)' : 'WORKER_THREADS set')
+    : owned ? `${usable}, every one to a lane owner (the lanes live in their owner workers: the main thread only moves bytes)`
+    : file ? `${usable}, every one to a decode worker (a file's batches are large: the main thread reads and merges one partial per series a batch)`
+    : `${usable} - 1 for the main thread`;
   const queue = r.get('POOL_QUEUE');
   const busy = Math.max(1, workerThreads);
   const poolQueue = queue === 'auto' ? (file ? busy + 1 : 2 * busy + 1) : queue;
@@ -155,11 +154,11 @@ function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean, file: boolean, m
   const autoBytes = file ? Math.min(f.maxBytes, Math.max(f.minBytes, Math.floor(f.heldBytes / (2 * poolQueue)))) : BATCH_DEFAULTS.maxBytes;
   const batchSize = size === 'auto' ? (file ? f.size : BATCH_DEFAULTS.size) : size;
   const batchMaxBytes = bytes === 'auto' ? Math.max(autoBytes, maxMessageBytes) : bytes;
-  const batchReason = size === 'auto' || bytes === 'auto'
-    ? file
-      ? `auto: a file is read whole, so its batches are large (${batchSize} messages, ${batchMaxBytes} bytes: the 2 x POOL_QUEUE = ${2 * poolQueue} batches held stay within ${f.heldBytes} bytes)`
-      : `auto: ${batchSize} messages, ${batchMaxBytes} bytes`
-    : 'BATCH_SIZE and BATCH_MAX_BYTES set';
+  // Says which of the two auto chose: one may be set and the other not.
+  const chosen = [size === 'auto' ? `BATCH_SIZE=auto: ${batchSize} messages` : null, bytes === 'auto' ? `BATCH_MAX_BYTES=auto: ${batchMaxBytes} bytes` : null].filter((x) => x !== null);
+  const batchReason = chosen.length === 0
+    ? 'BATCH_SIZE and BATCH_MAX_BYTES set'
+    : `${chosen.join(', ')}${file ? ` (a file is read whole, so its batches are large; the 2 x POOL_QUEUE = ${2 * poolQueue} batches held stay within ${f.heldBytes} bytes)` : ''}`;
   return { workerThreads, workerThreadsReason, poolQueue, batchSize, batchMaxBytes, batchReason };
 }
 

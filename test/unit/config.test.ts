@@ -398,7 +398,8 @@ t.test('a file: auto gives every usable CPU to decode workers, large batches and
   t.equal(two.poolQueue, 3, 'POOL_QUEUE auto = threads + 1');
   t.equal(two.batchSize, 32_000, 'BATCH_SIZE auto = 32000 for a file');
   t.equal(two.batchMaxBytes, 16 * 1024 * 1024, 'BATCH_MAX_BYTES auto: 128 MiB / 6 batches held, at most 16 MiB');
-  t.match(two.batchReason, /a file is read whole.*32000 messages, 16777216 bytes.*6 batches held stay within 134217728 bytes/);
+  t.equal(two.batchReason, 'BATCH_SIZE=auto: 32000 messages, BATCH_MAX_BYTES=auto: 16777216 bytes (a file is read whole, so its batches are large; the 2 x POOL_QUEUE = 6 batches held stay within 134217728 bytes)');
+  t.match(file({ BATCH_SIZE: '1000' }, 2).batchReason, /^BATCH_MAX_BYTES=auto: 16777216 bytes \(a file/, 'a set BATCH_SIZE is not called auto');
   // Many workers: more batches held, so each is smaller, never below 4 MiB.
   const many = file({}, 16);
   t.equal(many.poolQueue, 17);
