@@ -135,8 +135,7 @@ function parseThreads(r: Reader, cpus: CpuInfo, owned: boolean, file: boolean, m
   // With the lanes in their owners the main thread only moves bytes (0.3-0.4 us of CPU a record on the
   // default job): a core kept for it would idle, so auto gives the owners every usable core. A file's
   // large batches leave the main thread reading and merging one partial per series a batch: a core
-  // kept for it idled too (neither a second worker nor larger batches alone made seed 001 faster;
-  // both did: docs/history/measurements-2026-12.md).
+  // kept for it idled too: one worker was seed 001's bottleneck (docs/history/measurements-2026-12.md).
   const all = owned || file;
   const workerThreads = threads === 'auto' ? (all ? Math.max(1, cpus.usable) : defaultThreads(cpus)) : threads;
   const usable = `auto: ${cpus.usable} usable CPUs (${cpus.source})`;
