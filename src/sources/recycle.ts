@@ -48,16 +48,30 @@ export class BufferRecycler {
 
   /** The batch with a release that gives its buffer back once. Batches not in a shared buffer of ours are returned as they are. */
   track<B extends Omit<SourceBatch, 'release'>>(batch: B): B & { release?: () => void } {
-    const sab = batch.data.buffer;
-    if (!(sab instanceof SharedArrayBuffer) || !this.#out.has(sab)) return batch;
-    return {
-      ...batch,
-      release: () => {
-        // Only the first release of a buffer counts: two batches must never share one.
-        if (!this.#out.delete(sab)) return;
-        if (this.#free.length < this.maxFree) this.#free.push(sab);
-      },
-    };
+    return this.trackShared([batch])[0]!;
+  }
+
+  /**
+   * Batches that are views of one buffer of ours (a Redis read's), each with a release of its own:
+   * the buffer goes back once every one of them was released (a second release of a batch does not
+   * count). Batches not all in one shared buffer of ours are returned as they are.
+   */
+  trackShared<B extends Omit<SourceBatch, 'release'>>(batches: readonly B[]): Array<B & { release?: () => void }> {
+    const sab = batches[0]?.data.buffer;
+    if (!(sab instanceof SharedArrayBuffer) || !this.#out.has(sab) || batches.some((b) => b.data.buffer !== sab)) return [...batches];
+    let left = batches.length;
+    return batches.map((b) => {
+      let released = false;
+      return {
+        ...b,
+        release: () => {
+          if (released) return;
+          released = true;
+          if (--left > 0 || !this.#out.delete(sab)) return;
+          if (this.#free.length < this.maxFree) this.#free.push(sab);
+        },
+      };
+    });
   }
 
   get free(): number {

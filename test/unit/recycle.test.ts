@@ -112,3 +112,18 @@ t.test('the generator reuses the buffers the engine gives back, and its messages
   t.equal(releases, 20, 'every batch can be released');
   t.same(again, first, 'the same messages with buffers reused');
 });
+
+t.test('batches sharing one buffer (a Redis read): it comes back once every one of them was released', async (t) => {
+  const r = new BufferRecycler(4);
+  const data = r.allocate(4096);
+  const part = (lo: number, hi: number) => ({ lane: 0, data: data.subarray(lo, hi), offsets: Uint32Array.of(0, hi - lo) });
+  const [a, b, c] = r.trackShared([part(0, 10), part(10, 20), part(20, 30)]);
+  a!.release!();
+  a!.release!();
+  b!.release!();
+  t.not(r.allocate(4096).buffer, data.buffer, 'not while one batch still holds it (a second release of another does not count)');
+  c!.release!();
+  t.equal(r.allocate(4096).buffer, data.buffer, 'after the last release it is handed out again');
+  const mixed = r.trackShared([part(0, 1), { lane: 0, data: r.allocate(4096), offsets: Uint32Array.of(0, 1) }]);
+  t.ok(mixed.every((m) => m.release === undefined), 'batches of different buffers get no release');
+});

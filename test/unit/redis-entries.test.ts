@@ -183,3 +183,25 @@ t.test('a read becomes batches of the field values; the rest is sorted out', asy
   t.same(later.batches.map((b) => messageCount(b)), [2], 'from: the entries from there on (a replay skipping what it re-read)');
   t.equal(keyOf(later.batches[0]!.keys, 0)?.toString(), '102-0');
 });
+
+t.test("a read's batches are views of the reader's shared buffer, ended where its values stop being adjacent", async (t) => {
+  const entries = [
+    { id: '200-0', fields: ['data', 'a1'] },
+    { id: '200-1', fields: ['data', 'e'.repeat(30)] },
+    { id: '200-2', fields: null },
+    { id: '201-0', fields: ['data', 'b2'] },
+    { id: '201-1', fields: ['data', 'c3'] },
+  ];
+  // The reader keeps 40 bytes of a value, the split 17 (MAX_MESSAGE_BYTES 16): the long value is cut
+  // in its batch, so the bytes after it in the reader's buffer are not the next message's.
+  const reader = readReply(xreadReply('s', entries), { field: Buffer.from('data'), maxValueBytes: 40, limitBytes: 1 << 20 });
+  t.ok(reader.data.buffer instanceof SharedArrayBuffer, "the reader's values are in shared memory (the pool reads them in place)");
+  const p = fresh();
+  const positions = entries.map((e) => p.assign(e.id));
+  const s = splitEntries(reader, 0, { laneId: 1, positions, batchSize: 10, batchMaxBytes: 1 << 20, maxMessageBytes: 16, skipBelow: 0 });
+  t.ok(s.batches.every((b) => b.data.buffer === reader.data.buffer), 'every batch is a view of the one buffer: the values are not copied again');
+  t.same(s.batches.map((b) => Array.from({ length: messageCount(b) }, (_, i) => messageBytes(b, i).toString())), [['a1', 'e'.repeat(17)], ['b2', 'c3']], 'a new batch begins after the cut value');
+  t.same(s.batches.map((b) => [b.startPosition, b.endPosition]), [[positions[0], positions[3]], [positions[3], positions[4]! + 1]], 'and the batches still tile the read');
+  t.same(s.batches[0]!.oversized?.get(1), { bytes: 30 });
+  t.same(s.done, ['200-2']);
+});

@@ -224,6 +224,25 @@ t.test('resume(): a second reply read onto the first, as one read (the entry tha
   t.equal(r.count, 0, 'reset() starts afresh');
 });
 
+t.test('take(): the kept values are handed on and never written again; the next reply gets a buffer of its own', async (t) => {
+  const given: Uint8Array[] = [];
+  const r = new XReadReader(opts({ allocate: (n) => (given.push(new Uint8Array(new SharedArrayBuffer(n))), given[given.length - 1]!) }));
+  r.reset();
+  const first = xreadReply('s', Array.from({ length: 3 }, (_, i) => ({ id: `8-${i}`, fields: ['data', `first-${i}`] })));
+  r.feed(first, 0);
+  const taken = r.take();
+  const before = Buffer.from(taken.subarray(0, r.used)).toString();
+  t.throws(() => r.resume(), /handed on/, 'a reply cannot be read onto values already handed on');
+  r.reset();
+  t.not(r.data, taken, 'reset() after take() starts a fresh buffer');
+  t.equal(given.length, 2, 'from the allocator given');
+  r.feed(xreadReply('s', [{ id: '9-0', fields: ['data', 'second'.repeat(20)] }]), 0);
+  t.equal(Buffer.from(taken.subarray(0, before.length)).toString(), before, 'the handed-on values are untouched by the next reply');
+  t.equal(Buffer.from(r.value(0)).toString(), 'second'.repeat(20));
+  r.reset();
+  t.equal(given.length, 2, 'a buffer not handed on is reused');
+});
+
 t.test('commands are RESP arrays of bulk strings, UTF-8 counted in bytes', async (t) => {
   t.equal(encodeCommand(['XREADGROUP', 'GROUP', 'g', 'c€']).toString(), '*4\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n$1\r\ng\r\n$4\r\nc€\r\n');
   const s = new SimpleReader(16);

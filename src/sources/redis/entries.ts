@@ -1,9 +1,10 @@
-// Entries of one read -> pool batches, without parsing: each entry's REDIS_FIELD value is copied
-// into a packed batch as it is (bytes), the rest sorted out here: entries already in the sink
-// (below the stored position, acknowledged right away), entries without the field (dead-lettered
-// with that reason), deleted entries (nothing to process), values over MAX_MESSAGE_BYTES (cut, and
-// dead-lettered as too_large by the engine like Kafka's).
-import { BatchBuilder, PackedKeys } from '../../core/batch.js';
+// Entries of one read -> pool batches, without parsing: the batches are views of the reader's buffer
+// of kept REDIS_FIELD values (wire.ts), which is shared memory, so a value's bytes are not copied
+// again here. The rest is sorted out: entries already in the sink (below the stored position,
+// acknowledged right away), entries without the field (dead-lettered with that reason), deleted
+// entries (nothing to process), values over MAX_MESSAGE_BYTES (cut, and dead-lettered as too_large
+// by the engine like Kafka's).
+import { PackedKeys } from '../../core/batch.js';
 import type { SourceBatch } from '../types.js';
 import { idMs } from './position.js';
 import { ENTRY, type XReadReader } from './wire.js';
@@ -34,47 +35,47 @@ export interface Split {
 
 /**
  * The entries from..reader.count-1 of a read (wire.ts) -> batches. positions[k] is entry from + k's.
- * Positions travel as a Float64Array and ids as ranges of one buffer per batch (no string or Buffer
- * per entry: a dead letter makes the one it shows).
+ * A batch's bytes are a view of reader.data (the caller hands that buffer on with reader.take() when
+ * there are batches); its values lie back to back there, since the reader keeps nothing between two
+ * kept values. Positions travel as a Float64Array and ids as ranges of one buffer per batch (no string
+ * or Buffer per entry: a dead letter makes the one it shows).
  */
 export function splitEntries(reader: XReadReader, from: number, o: SplitOptions): Split {
   const out: Split = { batches: [], done: [], missing: [] };
   const n = reader.count;
-  const ids = reader.ids;
-  const state = reader.state;
-  // Batch buffers are zero-filled shared memory, resident in full while a batch waits: size the first
-  // to what the first batch can hold (its entries' REDIS_FIELD values, the only bytes copied in), not
-  // to a fixed 1 MiB per read nor to the other fields' bytes.
-  let estimate = 64;
-  for (let i = from; i < n && i - from < o.batchSize && estimate < o.batchMaxBytes; i++) {
-    if (state[i] === ENTRY.KEPT) estimate += reader.valueLen[i]!;
-  }
-  const builder = new BatchBuilder(Math.min(o.batchMaxBytes, estimate));
+  const { ids, state, valueAt, valueLen, valueSize, data } = reader;
+  const keep = o.maxMessageBytes + 1;
   let members: number[] = [];
   let oversized = new Map<number, { bytes: number }>();
   let first = 0;
   let firstMs = 0;
   let lastMs = 0;
+  // The batch's values are data[start, end).
+  let start = 0;
+  let end = 0;
   const cut = (endPosition: number) => {
-    if (builder.count === 0) return;
-    const { data, offsets } = builder.take();
-    const positions = new Float64Array(members.length);
+    const count = members.length;
+    if (count === 0) return;
+    const offsets = new Uint32Array(count + 1);
+    const positions = new Float64Array(count);
     let idBytes = 0;
     for (const i of members) idBytes += ids[i]!.length;
     const set = Buffer.allocUnsafe(idBytes);
-    const at = new Int32Array(members.length);
-    const len = new Int32Array(members.length);
+    const at = new Int32Array(count);
+    const len = new Int32Array(count);
     let p = 0;
-    for (let k = 0; k < members.length; k++) {
+    for (let k = 0; k < count; k++) {
       const i = members[k]!;
+      offsets[k] = valueAt[i]! - start;
       positions[k] = o.positions[i - from]!;
       at[k] = p;
       len[k] = set.write(ids[i]!, p, 'latin1');
       p += len[k]!;
     }
+    offsets[count] = end - start;
     out.batches.push({
       lane: o.laneId,
-      data,
+      data: Buffer.from(data.buffer, data.byteOffset + start, end - start),
       offsets,
       positions,
       keys: new PackedKeys(set, at, len),
@@ -98,19 +99,20 @@ export function splitEntries(reader: XReadReader, from: number, o: SplitOptions)
       out.missing.push({ id: ids[i]!, position: pos, fieldNames: reader.names.get(i) ?? [] });
       continue;
     }
-    // A batch ends at the next entry processed: entries sorted out in between lie inside it.
-    if (builder.count > 0 && (builder.count >= o.batchSize || builder.bytes >= o.batchMaxBytes)) cut(pos);
+    const at = valueAt[i]!;
+    // A batch ends at the next entry processed: entries sorted out in between lie inside it. It ends
+    // early where the values stop being adjacent (a value cut below what the reader kept).
+    if (members.length > 0 && (members.length >= o.batchSize || end - start >= o.batchMaxBytes || at !== end)) cut(pos);
     const ms = idMs(ids[i]!);
-    if (builder.count === 0) {
+    if (members.length === 0) {
       first = pos;
       firstMs = ms;
+      start = at;
     }
     lastMs = ms;
-    const size = reader.valueSize[i]!;
     // The reader kept MAX_MESSAGE_BYTES + 1 bytes at most: a longer value is cut and marked.
-    if (size > o.maxMessageBytes) oversized.set(builder.count, { bytes: size });
-    const at = reader.valueAt[i]!;
-    builder.push(reader.data, at, at + Math.min(reader.valueLen[i]!, o.maxMessageBytes + 1));
+    if (valueSize[i]! > o.maxMessageBytes) oversized.set(members.length, { bytes: valueSize[i]! });
+    end = at + Math.min(valueLen[i]!, keep);
     members.push(i);
   }
   const tail = n === from ? 0 : o.positions[n - 1 - from]! + 1;

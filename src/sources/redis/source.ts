@@ -19,6 +19,7 @@ import { StreamstatsError } from '../../errors.js';
 import { connect, num, pairs, text, ACK_RANGE, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { LaneConn } from './lane-conn.js';
 import { XReadReader } from './wire.js';
+import { BufferRecycler } from '../recycle.js';
 import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
@@ -75,6 +76,13 @@ interface StreamLane extends LaneKey {
 const ACK_PAGE = 1000;
 /** Pages one ACK_RANGE call acknowledges (10,000 entries: a few ms of Redis's time). */
 const ACK_PAGES_PER_CALL = 10;
+
+/**
+ * Read buffers kept free for reuse per lane: the batches of a lane in flight are bounded by the pool's
+ * queue, so a few cover a steady stream, and a stream of many lanes keeps few idle buffers (a read
+ * may hold up to REDIS_READ_MAX_BYTES).
+ */
+const REDIS_RECYCLED_BUFFERS = 4;
 
 /** Retries of a lane's reads and segment writes: capped, jittered, exponential (the Kafka supervisor's shape). */
 const RETRY_BACKOFF = { baseDelayMs: 200, maxDelayMs: 5000 } as const;
@@ -275,7 +283,10 @@ export class RedisSource {
   /** Reads while the lane host takes batches: submit() waits for pool capacity, so a full pool stops reading. */
   async #read(lane: StreamLane, conn: LaneConn): Promise<void> {
     const { redis, lanes, metrics } = this.#o;
-    const reader = new XReadReader({ field: Buffer.from(redis.field), maxValueBytes: this.#o.maxMessageBytes + 1, limitBytes: redis.readMaxBytes }, Math.min(redis.readCount, 4096));
+    // The reads' buffers become their batches and come back when the engine is done with them: a few
+    // per lane go round (batches in flight are bounded), so the reader writes into pages already touched.
+    const recycler = new BufferRecycler(REDIS_RECYCLED_BUFFERS);
+    const reader = new XReadReader({ field: Buffer.from(redis.field), maxValueBytes: this.#o.maxMessageBytes + 1, limitBytes: redis.readMaxBytes, allocate: recycler.allocate }, Math.min(redis.readCount, 4096));
     // COUNT of the next read: one entry first, then as many as REDIS_READ_MAX_BYTES holds of the
     // largest entry the last read saw (what the bound keeps is decided in the reader; this keeps the
     // entries it has to leave pending, delivered and read again, few).
@@ -362,7 +373,9 @@ export class RedisSource {
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
       // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
-      for (const b of split.batches) await lanes.submit(b);
+      // The batches are views of the read's buffer: the reader gets a fresh one for its next reply.
+      if (split.batches.length > 0) reader.take();
+      for (const b of recycler.trackShared(split.batches)) await lanes.submit(b);
     }
   }
 

@@ -2,7 +2,8 @@
 // source hands on. node-redis made a Buffer for every
 // id, field name and value and an array per entry (3.4 us of main thread and as much of V8's GC per
 // 550-byte entry); this reader copies each entry's REDIS_FIELD value into one buffer as the bytes
-// arrive and keeps an id string, nothing else.
+// arrive and keeps an id string, nothing else. That buffer is shared memory and becomes the read's
+// batches as it is (take()): a value is copied once, from the socket's chunk, on the main thread.
 //
 // It also bounds a read by bytes on this side of the socket, which a Lua script did before inside
 // Redis (XREADGROUP has no byte limit): entries past REDIS_READ_MAX_BYTES are parsed for their size
@@ -38,6 +39,12 @@ export interface XReadOptions {
   readonly maxValueBytes: number;
   /** REDIS_READ_MAX_BYTES: entries are kept while the kept ones' bytes are below it. */
   readonly limitBytes: number;
+  /**
+   * A buffer of at least the given size for the kept values: shared memory, since take() hands it to
+   * the pool as the batches' bytes (a recycler's, so that a steady stream writes into pages already
+   * touched). Default: a new SharedArrayBuffer.
+   */
+  readonly allocate?: (bytes: number) => Uint8Array;
 }
 
 // Where a value of the reply stands: the reply, its streams, a stream, its entries, an entry, its fields.
@@ -71,7 +78,7 @@ export class XReadReader implements ReplyReader {
   valueSize: Float64Array;
   /** Field names (JSON-quoted, as dead letters show them) of the MISSING entries, by entry. */
   readonly names = new Map<number, string[]>();
-  data: Uint8Array = new Uint8Array(INITIAL_DATA);
+  data: Uint8Array;
   used = 0;
   more = false;
   /** The largest entry of the reply in bytes, kept or not (0: no entry). */
@@ -82,6 +89,10 @@ export class XReadReader implements ReplyReader {
   error: string | null = null;
 
   readonly #o: XReadOptions;
+  readonly #allocate: (bytes: number) => Uint8Array;
+  /** data was handed on (take()): the next reply gets a buffer of its own, of this size. */
+  #taken = false;
+  #nextSize = INITIAL_DATA;
   readonly #line = new LineReader();
   // The stack of open arrays: role, elements left, index of the next element.
   readonly #role = new Int8Array(8);
@@ -111,6 +122,8 @@ export class XReadReader implements ReplyReader {
 
   constructor(o: XReadOptions, capacity = 1024) {
     this.#o = o;
+    this.#allocate = o.allocate ?? ((bytes) => new Uint8Array(new SharedArrayBuffer(bytes)));
+    this.data = this.#allocate(INITIAL_DATA);
     this.state = new Uint8Array(capacity);
     this.valueAt = new Int32Array(capacity);
     this.valueLen = new Int32Array(capacity);
@@ -122,6 +135,7 @@ export class XReadReader implements ReplyReader {
    * follow those kept, and the bound counts both.
    */
   resume(): void {
+    if (this.#taken) throw new Error('XReadReader.resume(): the last reply\'s values were handed on (take())');
     this.error = null;
     this.#line.reset();
     this.#depth = 0;
@@ -130,8 +144,13 @@ export class XReadReader implements ReplyReader {
   }
 
   reset(): void {
-    // A burst of large entries grew the buffer to the bound; small ones after it do not keep that.
-    if (this.data.length > SHRINK_ABOVE && this.used < this.data.length / 4) this.data = new Uint8Array(Math.max(INITIAL_DATA, this.used * 2));
+    if (this.#taken) {
+      this.data = this.#allocate(this.#nextSize);
+      this.#taken = false;
+    } else if (this.data.length > SHRINK_ABOVE && this.used < this.data.length / 4) {
+      // A burst of large entries grew the buffer to the bound; small ones after it do not keep that.
+      this.data = this.#allocate(Math.max(INITIAL_DATA, this.used * 2));
+    }
     this.count = 0;
     this.names.clear();
     this.used = 0;
@@ -143,6 +162,16 @@ export class XReadReader implements ReplyReader {
     this.#depth = 0;
     this.#bulk = -1;
     this.#crlf = 0;
+  }
+
+  /**
+   * Hands the kept values' buffer on (the read's batches are views of it): this reader never writes
+   * to it again, and the next reply gets a buffer of its own, sized by this one's use.
+   */
+  take(): Uint8Array {
+    this.#taken = true;
+    this.#nextSize = Math.max(INITIAL_DATA, this.used + (this.used >> 3));
+    return this.data;
   }
 
   feed(chunk: Uint8Array, start: number): number {
@@ -315,8 +344,9 @@ export class XReadReader implements ReplyReader {
     }
     const keep = Math.min(n, this.#o.maxValueBytes);
     if (this.used + keep > this.data.length) {
-      const grown = new Uint8Array(Math.max(this.used + keep, this.data.length * 2));
-      grown.set(this.data.subarray(0, this.used));
+      const grown = this.#allocate(Math.max(this.used + keep, this.data.length * 2));
+      // Buffer#copy is one memmove into shared memory, where set() copies element by element.
+      Buffer.prototype.copy.call(this.data, grown, 0, 0, this.used);
       this.data = grown;
     }
     const i = this.count;
