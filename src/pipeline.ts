@@ -7,7 +7,7 @@ import { Decoder, dictionaryBytesFor } from './core/decode.js';
 import type { DecoderSettings } from './core/messages.js';
 import { Engine, type EngineOptions, type EngineTotals } from './engine/index.js';
 import { HttpServer } from './http/server.js';
-import { LAG_FAMILIES, createMetrics } from './metrics/index.js';
+import { LAG_FAMILIES, POOL_FAMILIES, createMetrics } from './metrics/index.js';
 import { DecodePool } from './pool/index.js';
 import { LaneOwners } from './pool/owners.js';
 import { OwnedEngine } from './engine/owned.js';
@@ -267,6 +267,9 @@ export class Pipeline {
         // The Kafka lag is computed now, from high watermarks polled now: a scrape must never read
         // less lag than there is. A scrape of other families only does not pay the brokers' round trip.
         if (config.source.kind === 'kafka' && (names === null || LAG_FAMILIES.some((n) => names.has(n)))) await (source as KafkaSource).refreshLag();
+        // The pool's utilization summarises its run-time histogram: a poll of one other family (a
+        // bench's, every 20 ms) does not pay for it.
+        if (names !== null && !POOL_FAMILIES.some((n) => names.has(n))) return;
         const s = pool.stats;
         metrics.poolInFlight.set(s.inFlight);
         metrics.poolQueue.set(s.queued);

@@ -67,6 +67,16 @@ export function keyOf(keys: Batch['keys'], i: number): Buffer | null | undefined
   return keys instanceof PackedKeys ? keys.get(i) : keys[i];
 }
 
+/**
+ * A copy of a batch's offsets (it moves to the worker) made to count from the start of the batch's
+ * buffer: a batch that is a view into a shared buffer (a Redis read's second batch) is read in place too.
+ */
+export function inBuffer(offsets: Uint32Array, byteOffset: number): Uint32Array {
+  const out = offsets.slice();
+  if (byteOffset !== 0) for (let i = 0; i < out.length; i++) out[i]! += byteOffset;
+  return out;
+}
+
 export function messageCount(b: Pick<Batch, 'offsets'>): number {
   return b.offsets.length - 1;
 }

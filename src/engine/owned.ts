@@ -14,7 +14,7 @@
 // (a file, the generator, Redis), or a lane keeps losing its owner replaying from one point, the
 // engine stops with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
 import { Gate } from '../async/index.js';
-import { messageCount, type Batch } from '../core/batch.js';
+import { inBuffer, messageCount, type Batch } from '../core/batch.js';
 import type { GeneratedLane } from '../core/generator.js';
 import type { DecodeResult, RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
@@ -547,10 +547,11 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
 /** A batch as an apply task: its bytes moved (or shared memory read in place) and its positions as numbers. */
 function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: ArrayBuffer[] } {
   const data = batch.data;
-  const offsets = batch.offsets.slice();
+  const shared = data.buffer instanceof SharedArrayBuffer;
+  const offsets = shared ? inBuffer(batch.offsets, data.byteOffset) : batch.offsets.slice();
   const transfer: ArrayBuffer[] = [offsets.buffer as ArrayBuffer];
   let buffer: ArrayBuffer | SharedArrayBuffer;
-  if (data.buffer instanceof SharedArrayBuffer && data.byteOffset === 0) buffer = data.buffer;
+  if (shared) buffer = data.buffer;
   else {
     // One copy into a buffer that can move: the batch's own bytes stay here for its dead letters.
     const own = new ArrayBuffer(data.length);

@@ -14,6 +14,8 @@ export const PREFIX = 'streamstats_';
 
 /** The families a Kafka source computes at scrape time (from high watermarks polled then). */
 export const LAG_FAMILIES: readonly string[] = [`${PREFIX}consumer_lag_messages`, `${PREFIX}consumer_lag_seconds`, `${PREFIX}catch_up_seconds`, `${PREFIX}lag_state`];
+/** The pool's gauges, set from its statistics at a scrape that asks for one of them. */
+export const POOL_FAMILIES: readonly string[] = [`${PREFIX}pool_in_flight_batches`, `${PREFIX}pool_queue_size`, `${PREFIX}pool_utilization_ratio`];
 
 /**
  * prom-client's default metrics that `promtool check metrics` refuses: gauges named *_total (a
