@@ -37,3 +37,25 @@ t.test('a slow pool holds the source back: delivered but unapplied entries stay 
   await waitFor([e], drained([e], sts.length), 'then everything is processed', 120_000);
   t.equal(e.metric('streamstats_records_total', { result: 'ok' }), sts.length, 'every entry once');
 });
+
+t.test('a caught-up lane reads what arrived while its batch was in the pool as one batch, not a batch per read', async (t) => {
+  const { stream, group, redis } = await freshStream(t);
+  const sts = statements({ count: 300, seed: 6 });
+  // One worker, 40 ms a batch, and room in the pool for 64 batches (so the pool being full is not what
+  // holds the reads back): entries added one at a time, 1-2 ms apart, arrive many per batch's time.
+  const e = startRedisEngine(t, { REDIS_STREAMS: stream, REDIS_GROUP_ID: group, REDIS_CONSUMER: 'pace', BATCH_SIZE: '1000', REDIS_READ_COUNT: '1000', WORKER_THREADS: '1', POOL_QUEUE: '64' }, {}, SLOW_WORKER);
+  await waitFor([e], () => e.pipeline.ready, 'the engine reads');
+  const started = Date.now();
+  for (const s of sts) {
+    await redis.sendCommand(['XADD', stream, '*', 'data', s.json]);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  const addMs = Date.now() - started;
+  await waitFor([e], drained([e], sts.length), 'every entry applied', 60_000);
+  const summary = await e.stop();
+  t.equal(summary.records, sts.length, 'every entry once');
+  // A read per arrival would make a batch of one or two entries each (hundreds); waiting for the batch
+  // in the pool makes about one batch per 40 ms of arrivals.
+  const paced = Math.ceil(addMs / 40) * 2 + 5;
+  t.ok(summary.batches <= paced, `${summary.batches} batches for ${sts.length} entries added over ${addMs} ms (at most ${paced})`);
+});
