@@ -11,17 +11,20 @@ const SEED = Number(process.env['PROPERTY_SEED'] ?? '20260101');
 const batchArb = fc.record({
   shift: fc.oneof(fc.constant(0), fc.integer({ min: -200_000, max: 200_000 }), fc.integer({ min: 1_000, max: 40_000 })),
   cells: fc.array(
-    fc.record({ count: fc.integer({ min: 1, max: 30 }), at: fc.integer({ min: -8_000, max: 8_000 }), span: fc.integer({ min: 0, max: 3_000 }), outlier: fc.integer({ min: 0, max: 30 }) }),
+    fc.record({ count: fc.integer({ min: 1, max: 30 }), at: fc.integer({ min: -8_000, max: 8_000 }), span: fc.integer({ min: 0, max: 3_000 }), outlier: fc.integer({ min: 0, max: 30 }), fraction: fc.integer({ min: 0, max: 200 }) }),
     { minLength: 0, maxLength: 40 },
   ),
+  // Times on the minute, a minute apart (beyond any jump bound here): no point chains to the next.
+  minutes: fc.boolean(),
 });
 
-function cellsOf(base: number, b: { cells: ReadonlyArray<{ count: number; at: number; span: number; outlier: number }> }): Float64Array {
+function cellsOf(base: number, b: { minutes: boolean; cells: ReadonlyArray<{ count: number; at: number; span: number; outlier: number; fraction: number }> }): Float64Array {
   const out = new Float64Array(b.cells.length * CELL.STRIDE);
   b.cells.forEach((c, i) => {
     const o = i * CELL.STRIDE;
-    // One cell in ~30 sits a day ahead: evidence that must not move stream time on its own.
-    const ts = base + c.at + (c.outlier === 0 ? 86_400_000 : 0);
+    // One cell in ~30 sits a day ahead: evidence that must not move stream time on its own. One in
+    // ~200 is not a whole millisecond (the typed path leaves such a batch to observe()).
+    const ts = (b.minutes ? base + (c.at % 16) * 60_000 : base + c.at) + (c.outlier === 0 ? 86_400_000 : 0) + (c.fraction === 0 ? 0.25 : 0);
     out[o + CELL.COUNT] = c.count;
     out[o + CELL.TS_MIN] = ts;
     out[o + CELL.TS_MAX] = c.count > 1 ? ts + c.span : ts;
