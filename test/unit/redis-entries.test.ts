@@ -205,3 +205,36 @@ t.test("a read's batches are views of the reader's shared buffer, ended where it
   t.same(s.batches[0]!.oversized?.get(1), { bytes: 30 });
   t.same(s.done, ['200-2']);
 });
+
+t.test("positions from the reader's id numbers equal positions from the id strings", async (t) => {
+  const rng = new Rng(77);
+  let compared = 0;
+  for (let round = 0; round < 200; round++) {
+    // Ascending ids as Redis makes them: steps of a millisecond or of the sequence, bursts past 4096
+    // a millisecond, jumps to ids of 16 and more digits.
+    const ids: string[] = [];
+    let ms = BigInt(rng.int(0, 1) === 0 ? rng.int(0, 1000) : 1_700_000_000_000 + rng.int(0, 1000));
+    let seq = 0n;
+    for (let i = 0; i < rng.int(1, 60); i++) {
+      const r = rng.next();
+      if (r < 0.5) seq += 1n;
+      else if (r < 0.55) seq = BigInt(rng.int(4095, 4096)) > seq ? BigInt(rng.int(4095, 4096)) : seq + 1n;
+      else if (r < 0.6) seq += BigInt(rng.int(4000, 5000));
+      else if (r < 0.65) ms = ms * 10_000n + BigInt(rng.int(0, 9));
+      else {
+        ms += BigInt(rng.int(1, 5));
+        seq = 0n;
+      }
+      ids.push(`${ms}-${seq}`);
+    }
+    const reader = readReply(xreadReply('s', ids.map((id) => ({ id, fields: ['data', 'x'] }))), { field: Buffer.from('data'), maxValueBytes: 10, limitBytes: 1 << 20 });
+    const byString = fresh();
+    const byNumbers = fresh();
+    const a = ids.map((id) => byString.assign(id));
+    const b = ids.map((id, i) => byNumbers.assign(id, reader.idMs[i]!, reader.idSeq[i]!));
+    t.same(b, a, `round ${round}: the same positions`);
+    t.same([byNumbers.natural, byNumbers.takeChanges()], [byString.natural, byString.takeChanges()], `round ${round}: the same segments, mark and naturalness`);
+    compared += ids.length;
+  }
+  t.ok(compared > 1000, `${compared} ids`);
+});

@@ -16,12 +16,21 @@ function kept(r: XReadReader): unknown {
     const st = r.state[i];
     out.push({
       id: r.ids[i],
+      ms: r.idMs[i],
+      seq: r.idSeq[i],
       state: st,
       ...(st === ENTRY.KEPT ? { value: Buffer.from(r.value(i)).toString('latin1'), size: r.valueSize[i] } : {}),
       ...(st === ENTRY.MISSING ? { names: r.names.get(i) } : {}),
     });
   }
   return { entries: out, more: r.more, largest: r.largest, keptBytes: r.keptBytes, error: r.error };
+}
+
+/** An id's two numbers as the reader gives them: each exact up to 15 digits, else -1 (both when ms is). */
+function idNumbers(id: string): { ms: number; seq: number } {
+  const m = /^(\d+)-(\d+)$/.exec(id);
+  const ms = m !== null && m[1]!.length <= 15 ? Number(m[1]) : -1;
+  return { ms, seq: ms >= 0 && m![2]!.length <= 15 ? Number(m![2]) : -1 };
 }
 
 /** The same from a whole-reply parse, the bound applied as READ_BOUNDED did (Lua, before this reader). */
@@ -46,7 +55,7 @@ function expected(reply: Buffer, o: XReadOptions): unknown {
     }
     bytes += b;
     if (fields === null) {
-      out.push({ id: id.toString(), state: ENTRY.DELETED });
+      out.push({ id: id.toString(), ...idNumbers(id.toString()), state: ENTRY.DELETED });
       continue;
     }
     let k = -1;
@@ -59,10 +68,10 @@ function expected(reply: Buffer, o: XReadOptions): unknown {
     if (k < 0) {
       const names = [];
       for (let i = 0; i < fields.length && names.length < 10; i += 2) names.push(JSON.stringify(fields[i]!.subarray(0, 256).toString('utf8').slice(0, 64)));
-      out.push({ id: id.toString(), state: ENTRY.MISSING, names });
+      out.push({ id: id.toString(), ...idNumbers(id.toString()), state: ENTRY.MISSING, names });
     } else {
       const value = fields[k + 1]!;
-      out.push({ id: id.toString(), state: ENTRY.KEPT, value: value.subarray(0, o.maxValueBytes).toString('latin1'), size: value.length });
+      out.push({ id: id.toString(), ...idNumbers(id.toString()), state: ENTRY.KEPT, value: value.subarray(0, o.maxValueBytes).toString('latin1'), size: value.length });
     }
   }
   return { entries: out, more, largest, keptBytes: bytes, error: null };
@@ -96,6 +105,17 @@ t.test('a reply split at every byte keeps what a whole-reply parse gives', async
   t.equal(r.value(5).length, 64, 'and is cut to it');
 });
 
+/** Ids of 1 to 20 digits a part (the reader's numbers are exact to 15, and -1 beyond). */
+function randomId(rng: Rng): string {
+  const digits = () => {
+    const n = rng.next() < 0.7 ? rng.int(1, 15) : rng.int(16, 20);
+    let d = String(rng.int(1, 9));
+    while (d.length < n) d += String(rng.int(0, 9));
+    return rng.next() < 0.1 ? '0' : d;
+  };
+  return `${digits()}-${digits()}`;
+}
+
 t.test('random replies in random chunks: the same entries as a whole-reply parse, bound included', async (t) => {
   const rng = new Rng(2026);
   let checked = 0;
@@ -104,7 +124,7 @@ t.test('random replies in random chunks: the same entries as a whole-reply parse
     const entries: RespEntry[] = [];
     for (let i = 0; i < n; i++) {
       if (rng.next() < 0.05) {
-        entries.push({ id: `${1000 + i}-${rng.int(0, 9)}`, fields: null });
+        entries.push({ id: randomId(rng), fields: null });
         continue;
       }
       const fields: Array<string | Buffer> = [];
@@ -114,7 +134,7 @@ t.test('random replies in random chunks: the same entries as a whole-reply parse
         fields.push(j === at ? 'data' : ['d', 'da', 'datum', 'other', 'DATA', '', 'dataa'][rng.int(0, 6)]!);
         fields.push(Buffer.from(Array.from({ length: rng.int(0, rng.next() < 0.1 ? 5000 : 80) }, () => rng.int(0, 255))));
       }
-      entries.push({ id: `${1000 + i}-${rng.int(0, 9)}`, fields });
+      entries.push({ id: randomId(rng), fields });
     }
     const reply = rng.next() < 0.05 ? xreadReply('s', null) : xreadReply(`s${round}`, entries);
     const o = opts({ maxValueBytes: rng.int(1, 200), limitBytes: rng.int(1, 20000) });

@@ -103,7 +103,7 @@ export function splitEntries(reader: XReadReader, from: number, o: SplitOptions)
     // A batch ends at the next entry processed: entries sorted out in between lie inside it. It ends
     // early where the values stop being adjacent (a value cut below what the reader kept).
     if (members.length > 0 && (members.length >= o.batchSize || end - start >= o.batchMaxBytes || at !== end)) cut(pos);
-    const ms = idMs(ids[i]!);
+    const ms = reader.idMs[i]! >= 0 ? reader.idMs[i]! : idMs(ids[i]!);
     if (members.length === 0) {
       first = pos;
       firstMs = ms;

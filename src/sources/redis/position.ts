@@ -212,9 +212,13 @@ export class LanePositions {
     return inSegment(this.#segmentOf(id), natural(id));
   }
 
-  /** Gives the next entry of the lane (ids in the order read) its position. */
-  assign(id: string): number {
-    const n = natural(id);
+  /**
+   * Gives the next entry of the lane (ids in the order read) its position. ms and seq: the id's two
+   * numbers when the caller has them (the wire reader reads them from the id's bytes), else -1.
+   */
+  assign(id: string, ms = -1, seq = -1): number {
+    const exact = ms >= 0 && seq >= 0 && ms * SPAN + seq <= Number.MAX_SAFE_INTEGER;
+    const n = exact ? ms * SPAN + seq : natural(id);
     const seg = this.#segmentOf(id);
     const at = inSegment(seg, n);
     let lo = this.#last + 1;
@@ -239,7 +243,7 @@ export class LanePositions {
     }
     this.#last = pos;
     this.#lastId = id;
-    if (!this.#overflowSeen && seqAtLeastSpan(id)) this.#overflowSeen = true;
+    if (!this.#overflowSeen && (exact ? seq >= SPAN : seqAtLeastSpan(id))) this.#overflowSeen = true;
     return pos;
   }
 

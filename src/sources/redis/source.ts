@@ -390,7 +390,7 @@ export class RedisSource {
         if (from === n) continue;
       }
       const positions = new Array<number>(n - from);
-      for (let i = from; i < n; i++) positions[i - from] = lane.positions.assign(reader.ids[i]!);
+      for (let i = from; i < n; i++) positions[i - from] = lane.positions.assign(reader.ids[i]!, reader.idMs[i]!, reader.idSeq[i]!);
       const changes = lane.positions.takeChanges();
       // Segments are stored before their entries go on: a restart must place them where this run did.
       if (changes !== null && !(await this.#storeSegments(lane, changes))) return;

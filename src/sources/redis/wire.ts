@@ -71,6 +71,12 @@ const B_VALUE = 3;
 export class XReadReader implements ReplyReader {
   count = 0;
   ids: string[] = [];
+  /**
+   * Entry i's id as numbers, read from its bytes as they arrived (the id's string is not parsed again
+   * for its position and time): its milliseconds and sequence, each -1 when it has more than 15 digits.
+   */
+  idMs: Float64Array;
+  idSeq: Float64Array;
   state: Uint8Array;
   /** Where entry i's kept value starts in data, how many bytes were kept, and its full size. */
   valueAt: Int32Array;
@@ -125,6 +131,8 @@ export class XReadReader implements ReplyReader {
     this.#allocate = o.allocate ?? ((bytes) => new Uint8Array(new SharedArrayBuffer(bytes)));
     this.data = this.#allocate(INITIAL_DATA);
     this.state = new Uint8Array(capacity);
+    this.idMs = new Float64Array(capacity);
+    this.idSeq = new Float64Array(capacity);
     this.valueAt = new Int32Array(capacity);
     this.valueLen = new Int32Array(capacity);
     this.valueSize = new Float64Array(capacity);
@@ -372,6 +380,7 @@ export class XReadReader implements ReplyReader {
     if (!this.#keeping) return;
     const i = this.count++;
     this.ids[i] = this.#id.toString('latin1', 0, this.#idLen);
+    this.#idNumbers(i);
     if (this.#deleted) this.state[i] = ENTRY.DELETED;
     else if (this.#found) this.state[i] = ENTRY.KEPT;
     else {
@@ -383,9 +392,35 @@ export class XReadReader implements ReplyReader {
     this.keptBytes += this.#entryBytes;
   }
 
+  /** idMs[i] and idSeq[i] from the id's bytes: decimal digits of at most 15 (exact), else -1. */
+  #idNumbers(i: number): void {
+    const id = this.#id;
+    const len = this.#idLen;
+    let ms = 0;
+    let seq = 0;
+    let k = 0;
+    for (; k < len; k++) {
+      const d = id[k]! - 0x30;
+      if (d < 0 || d > 9) break;
+      ms = ms * 10 + d;
+    }
+    if (k === 0 || k > 15 || k >= len - 1 || id[k] !== 0x2d) ms = -1;
+    const dash = k;
+    for (k = dash + 1; k < len; k++) {
+      const d = id[k]! - 0x30;
+      if (d < 0 || d > 9) break;
+      seq = seq * 10 + d;
+    }
+    if (ms < 0 || k !== len || len - dash - 1 > 15) seq = -1;
+    this.idMs[i] = ms;
+    this.idSeq[i] = ms < 0 ? -1 : seq;
+  }
+
   #grow(): void {
     const n = this.state.length * 2;
     this.state = withLength(this.state, n);
+    this.idMs = withLength(this.idMs, n);
+    this.idSeq = withLength(this.idSeq, n);
     this.valueAt = withLength(this.valueAt, n);
     this.valueLen = withLength(this.valueLen, n);
     this.valueSize = withLength(this.valueSize, n);
