@@ -31,6 +31,10 @@ export class StreamClock {
   /** #observeKeyed's scratch: the points' keys, and their counts by index. */
   #keys = new Float64Array(0);
   #counts = new Float64Array(0);
+  /** #observeBuckets' scratch: each bucket's earliest and latest time and its records. */
+  #bMin = new Float64Array(0);
+  #bMax = new Float64Array(0);
+  #bN = new Float64Array(0);
 
   constructor(jumpMs: number, confirm: number) {
     if (!(jumpMs >= 0)) throw new RangeError(`jumpMs (${jumpMs}) must be >= 0`);
@@ -118,6 +122,7 @@ export class StreamClock {
         }
       }
     }
+    if (this.#observeBuckets(cells, at)) return;
     if (this.#held.length === 0 && this.#chainsAll(cells, at)) return;
     if (this.#observeKeyed(cells, at)) return;
     const points: TimePoint[] = [];
@@ -126,6 +131,179 @@ export class StreamClock {
       cellPoints(cells[o + CELL.TS_MIN]!, cells[o + CELL.TS_MAX]!, cells[o + CELL.COUNT]!, points);
     }
     this.observe(points);
+  }
+
+  /**
+   * observe() of the partials' points (and the held ones) without sorting them: the points go into
+   * buckets one jump bound wide, from the smallest time up. Points of one bucket lie within the bound
+   * of each other, so a chain that reaches a bucket's earliest point takes the whole bucket, and the
+   * chain is decided bucket by bucket in time order; only the bucket where the confirm-th latest
+   * record lies is sorted, to find its time. A file of samples on the minute (seed 001: a batch's
+   * tens of thousands of partials on four minutes, each spread over a second) fails #chainsAll at the
+   * first minute and was sorted twice a batch, the main thread's largest part. False (nothing
+   * changed) where the bound is 0, the times are not numbers or need more than BUCKETS_PER_POINT
+   * buckets a point (a point far ahead of the rest), or rounding made a bucket wider than the bound.
+   */
+  #observeBuckets(cells: Float64Array, at: ArrayLike<number>): boolean {
+    const jump = this.#jumpMs;
+    const held = this.#held;
+    if (!(jump > 0)) return false;
+    const limit = this.#stream + jump;
+    let tmin = Infinity;
+    let tmax = -Infinity;
+    let ahead = false;
+    let m = held.length;
+    for (const p of held) {
+      if (p.t !== p.t) return false;
+      if (p.t < tmin) tmin = p.t;
+      if (p.t > tmax) tmax = p.t;
+    }
+    for (let j = 0; j < at.length; j++) {
+      const o = at[j]!;
+      const count = cells[o + CELL.COUNT]!;
+      if (!(count > 0)) {
+        if (count <= 0) continue;
+        return false;
+      }
+      const lo = cells[o + CELL.TS_MIN]!;
+      const hi = cells[o + CELL.TS_MAX]!;
+      if (hi !== hi || (count > 1 && lo !== lo)) return false;
+      // As observe(): a point beyond the bound is ahead.
+      if (!(hi <= limit) || (count > 1 && !(lo <= limit))) ahead = true;
+      if (hi > tmax) tmax = hi;
+      if (hi < tmin) tmin = hi;
+      if (count > 1) {
+        if (lo > tmax) tmax = lo;
+        if (lo < tmin) tmin = lo;
+      }
+      m += count > 1 ? 2 : 1;
+    }
+    if (m === 0) {
+      this.#held = [];
+      return true;
+    }
+    const nb = Math.floor((tmax - tmin) / jump) + 1;
+    // Not a number (a time that is not) or too many buckets for the points.
+    if (!(nb <= BUCKETS_PER_POINT * m + 64)) return false;
+    if (this.#bMin.length < nb) {
+      const size = Math.max(nb, 2 * this.#bMin.length);
+      this.#bMin = new Float64Array(size);
+      this.#bMax = new Float64Array(size);
+      this.#bN = new Float64Array(size);
+    }
+    const bMin = this.#bMin;
+    const bMax = this.#bMax;
+    const bN = this.#bN;
+    bMin.fill(Infinity, 0, nb);
+    bMax.fill(-Infinity, 0, nb);
+    bN.fill(0, 0, nb);
+    const put = (t: number, n: number): void => {
+      const b = Math.floor((t - tmin) / jump);
+      if (t < bMin[b]!) bMin[b] = t;
+      if (t > bMax[b]!) bMax[b] = t;
+      bN[b] = bN[b]! + n;
+    };
+    for (const p of held) put(p.t, p.n);
+    for (let j = 0; j < at.length; j++) {
+      const o = at[j]!;
+      const count = cells[o + CELL.COUNT]!;
+      if (!(count > 0)) continue;
+      // cellPoints: one record at the latest time, the others at or after the earliest.
+      put(cells[o + CELL.TS_MAX]!, 1);
+      if (count > 1) put(cells[o + CELL.TS_MIN]!, count - 1);
+    }
+    // A bucket's points are all taken once its earliest is: only while each is within the bound of it.
+    for (let b = 0; b < nb; b++) if (bN[b]! > 0 && !(bMax[b]! <= bMin[b]! + jump)) return false;
+    /** The first bucket from b on that the chain from stream time does not reach. */
+    const chain = (b: number): number => {
+      for (; b < nb; b++) {
+        if (bN[b] === 0) continue;
+        if (!(bMin[b]! <= this.#stream + jump)) break;
+        if (bMax[b]! > this.#stream) this.#stream = bMax[b]!;
+      }
+      return b;
+    };
+    let stop = chain(0);
+    if (!ahead) {
+      this.#held = [];
+      return true;
+    }
+    let total = 0;
+    for (let b = stop; b < nb; b++) total += bN[b]!;
+    if (total >= this.#confirm) {
+      let acc = 0;
+      let c = nb - 1;
+      for (; c >= stop; c--) {
+        if (acc + bN[c]! >= this.#confirm) break;
+        acc += bN[c]!;
+      }
+      // The confirm-th latest record is in bucket c: the (confirm - acc)-th latest of its records.
+      const inC = (t: number): boolean => Math.floor((t - tmin) / jump) === c;
+      this.raise(this.#latestRecord(cells, at, inC, this.#confirm - acc));
+      // The chain from that record takes the rest of bucket c (later, within the bound of its earliest).
+      if (bMax[c]! > this.#stream) this.#stream = bMax[c]!;
+      stop = chain(c + 1);
+    }
+    const rest = stop < nb ? this.#pointsOf(cells, at, (t) => Math.floor((t - tmin) / jump) >= stop) : [];
+    rest.sort((x, y) => x.t - y.t);
+    this.#held = rest;
+    return true;
+  }
+
+  /**
+   * The time of the r-th latest record among the points whose time passes keep (there are at least
+   * r): the r latest points kept in order as they come where r is small, else all of them sorted.
+   */
+  #latestRecord(cells: Float64Array, at: ArrayLike<number>, keep: (t: number) => boolean, r: number): number {
+    if (r > MAX_FAST_CONFIRM) {
+      const all = this.#pointsOf(cells, at, keep).sort((x, y) => y.t - x.t);
+      let acc = 0;
+      for (const p of all) if ((acc += p.n) >= r) return p.t;
+      return all[all.length - 1]!.t;
+    }
+    const ts = new Float64Array(r);
+    const ns = new Float64Array(r);
+    let k = 0;
+    const offer = (t: number, n: number): void => {
+      if (!keep(t) || (k === r && t <= ts[k - 1]!)) return;
+      let i = k === r ? k - 1 : k++;
+      while (i > 0 && ts[i - 1]! < t) {
+        ts[i] = ts[i - 1]!;
+        ns[i] = ns[i - 1]!;
+        i--;
+      }
+      ts[i] = t;
+      ns[i] = n;
+    };
+    for (const p of this.#held) offer(p.t, p.n);
+    for (let j = 0; j < at.length; j++) {
+      const o = at[j]!;
+      const count = cells[o + CELL.COUNT]!;
+      if (!(count > 0)) continue;
+      offer(cells[o + CELL.TS_MAX]!, 1);
+      if (count > 1) offer(cells[o + CELL.TS_MIN]!, count - 1);
+    }
+    let acc = 0;
+    for (let i = 0; i < k; i++) if ((acc += ns[i]!) >= r) return ts[i]!;
+    return ts[k - 1]!;
+  }
+
+  /** The held points and the partials' points (cellPoints) whose time passes keep. */
+  #pointsOf(cells: Float64Array, at: ArrayLike<number>, keep: (t: number) => boolean): TimePoint[] {
+    const out: TimePoint[] = [];
+    for (const p of this.#held) if (keep(p.t)) out.push({ t: p.t, n: p.n });
+    for (let j = 0; j < at.length; j++) {
+      const o = at[j]!;
+      const count = cells[o + CELL.COUNT]!;
+      if (!(count > 0)) continue;
+      const hi = cells[o + CELL.TS_MAX]!;
+      if (keep(hi)) out.push({ t: hi, n: 1 });
+      if (count > 1) {
+        const lo = cells[o + CELL.TS_MIN]!;
+        if (keep(lo)) out.push({ t: lo, n: count - 1 });
+      }
+    }
+    return out;
   }
 
   /**
@@ -262,6 +440,9 @@ export class StreamClock {
  */
 const KEY_SLOTS = 2 ** 17;
 const KEY_SPAN_MS = 2 ** 53 / KEY_SLOTS;
+
+/** #observeBuckets' bound on buckets a point (beyond it, a point far ahead of the rest, the batch is sorted). */
+const BUCKETS_PER_POINT = 4;
 
 /** observeCells' fast path keeps the confirm latest points; beyond this many it sorts, as observe does. */
 const MAX_FAST_CONFIRM = 64;
