@@ -12,6 +12,7 @@
 // per 1,000 entries, on the read loop's critical path.
 import { withLength } from '../../core/columns.js';
 import { LineReader, RespProtocolError, type ReplyReader } from './resp.js';
+import { ValueBuffer } from './values.js';
 
 /** What the reader keeps of an entry. */
 export const ENTRY = {
@@ -26,9 +27,6 @@ export const ENTRY = {
 /** Field names kept of an entry without REDIS_FIELD (for its dead letter), and bytes of each. */
 const NAMES_KEPT = 10;
 const NAME_BYTES_KEPT = 256;
-/** The kept values' buffer: its first size, and above what it is cut back when a reply used a quarter of it. */
-const INITIAL_DATA = 64 * 1024;
-const SHRINK_ABOVE = 4 << 20;
 /** Longest entry id: two 20-digit numbers and a dash. */
 const MAX_ID_BYTES = 41;
 
@@ -84,8 +82,6 @@ export class XReadReader implements ReplyReader {
   valueSize: Float64Array;
   /** Field names (JSON-quoted, as dead letters show them) of the MISSING entries, by entry. */
   readonly names = new Map<number, string[]>();
-  data: Uint8Array;
-  used = 0;
   more = false;
   /** The largest entry of the reply in bytes, kept or not (0: no entry). */
   largest = 0;
@@ -95,10 +91,7 @@ export class XReadReader implements ReplyReader {
   error: string | null = null;
 
   readonly #o: XReadOptions;
-  readonly #allocate: (bytes: number) => Uint8Array;
-  /** data was handed on (take()): the next reply gets a buffer of its own, of this size. */
-  #taken = false;
-  #nextSize = INITIAL_DATA;
+  readonly #values: ValueBuffer;
   readonly #line = new LineReader();
   // The stack of open arrays: role, elements left, index of the next element.
   readonly #role = new Int8Array(8);
@@ -128,8 +121,7 @@ export class XReadReader implements ReplyReader {
 
   constructor(o: XReadOptions, capacity = 1024) {
     this.#o = o;
-    this.#allocate = o.allocate ?? ((bytes) => new Uint8Array(new SharedArrayBuffer(bytes)));
-    this.data = this.#allocate(INITIAL_DATA);
+    this.#values = new ValueBuffer(o.allocate);
     this.state = new Uint8Array(capacity);
     this.idMs = new Float64Array(capacity);
     this.idSeq = new Float64Array(capacity);
@@ -143,7 +135,7 @@ export class XReadReader implements ReplyReader {
    * follow those kept, and the bound counts both.
    */
   resume(): void {
-    if (this.#taken) throw new Error('XReadReader.resume(): the last reply\'s values were handed on (take())');
+    if (this.#values.taken) throw new Error('XReadReader.resume(): the last reply\'s values were handed on (take())');
     this.error = null;
     this.#line.reset();
     this.#depth = 0;
@@ -152,16 +144,9 @@ export class XReadReader implements ReplyReader {
   }
 
   reset(): void {
-    if (this.#taken) {
-      this.data = this.#allocate(this.#nextSize);
-      this.#taken = false;
-    } else if (this.data.length > SHRINK_ABOVE && this.used < this.data.length / 4) {
-      // A burst of large entries grew the buffer to the bound; small ones after it do not keep that.
-      this.data = this.#allocate(Math.max(INITIAL_DATA, this.used * 2));
-    }
+    this.#values.reset();
     this.count = 0;
     this.names.clear();
-    this.used = 0;
     this.more = false;
     this.largest = 0;
     this.keptBytes = 0;
@@ -177,9 +162,16 @@ export class XReadReader implements ReplyReader {
    * to it again, and the next reply gets a buffer of its own, sized by this one's use.
    */
   take(): Uint8Array {
-    this.#taken = true;
-    this.#nextSize = Math.max(INITIAL_DATA, this.used + (this.used >> 3));
-    return this.data;
+    return this.#values.take();
+  }
+
+  /** The kept values, back to back (valueAt, valueLen), in data[0, used). */
+  get data(): Uint8Array {
+    return this.#values.data;
+  }
+
+  get used(): number {
+    return this.#values.used;
   }
 
   feed(chunk: Uint8Array, start: number): number {
@@ -309,12 +301,7 @@ export class XReadReader implements ReplyReader {
       }
       case B_VALUE: {
         const room = this.#o.maxValueBytes - this.#bulkAt;
-        if (room > 0) {
-          const n = Math.min(room, take);
-          // Buffer#copy: no view object per value, as set(subarray) would make.
-          Buffer.prototype.copy.call(chunk, this.data, this.used, p, p + n);
-          this.used += n;
-        }
+        if (room > 0) this.#values.append(chunk, p, Math.min(room, take));
         break;
       }
     }
@@ -351,14 +338,9 @@ export class XReadReader implements ReplyReader {
       return;
     }
     const keep = Math.min(n, this.#o.maxValueBytes);
-    if (this.used + keep > this.data.length) {
-      const grown = this.#allocate(Math.max(this.used + keep, this.data.length * 2));
-      // Buffer#copy is one memmove into shared memory, where set() copies element by element.
-      Buffer.prototype.copy.call(this.data, grown, 0, 0, this.used);
-      this.data = grown;
-    }
+    this.#values.reserve(keep);
     const i = this.count;
-    this.valueAt[i] = this.used;
+    this.valueAt[i] = this.#values.used;
     this.valueLen[i] = keep;
     this.valueSize[i] = n;
   }
