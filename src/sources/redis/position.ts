@@ -17,6 +17,7 @@
 // entries in between were acknowledged early (dead-lettered or deleted) and are not read again.
 // Without segments the positions are the old exact mapping: stored points stay valid as they are.
 import { StreamstatsError } from '../../errors.js';
+import { EXACT_DIGITS } from './ids.js';
 
 const SPAN = 4096;
 const SPAN_N = 4096n;
@@ -64,7 +65,7 @@ function split(id: string): [string, string] {
  * are read once per entry on the main thread: no slice or array for the common ones.
  */
 function digitsOf(id: string, s: number, e: number): number {
-  if (e <= s || e - s > 15) return -1;
+  if (e <= s || e - s > EXACT_DIGITS) return -1;
   let v = 0;
   for (let i = s; i < e; i++) {
     const d = id.charCodeAt(i) - 48;

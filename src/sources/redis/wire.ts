@@ -11,6 +11,7 @@
 // sized by the largest entry seen). Converting every reply to Lua tables and back cost Redis ~3 ms
 // per 1,000 entries, on the read loop's critical path.
 import { withLength } from '../../core/columns.js';
+import { readIdNumbers } from './ids.js';
 import { LineReader, RespProtocolError, type ReplyReader } from './resp.js';
 import { ValueBuffer } from './values.js';
 
@@ -362,7 +363,7 @@ export class XReadReader implements ReplyReader {
     if (!this.#keeping) return;
     const i = this.count++;
     this.ids[i] = this.#id.toString('latin1', 0, this.#idLen);
-    this.#idNumbers(i);
+    readIdNumbers(this.#id, this.#idLen, this, i);
     if (this.#deleted) this.state[i] = ENTRY.DELETED;
     else if (this.#found) this.state[i] = ENTRY.KEPT;
     else {
@@ -372,30 +373,6 @@ export class XReadReader implements ReplyReader {
       this.names.set(i, names);
     }
     this.keptBytes += this.#entryBytes;
-  }
-
-  /** idMs[i] and idSeq[i] from the id's bytes: decimal digits of at most 15 (exact), else -1. */
-  #idNumbers(i: number): void {
-    const id = this.#id;
-    const len = this.#idLen;
-    let ms = 0;
-    let seq = 0;
-    let k = 0;
-    for (; k < len; k++) {
-      const d = id[k]! - 0x30;
-      if (d < 0 || d > 9) break;
-      ms = ms * 10 + d;
-    }
-    if (k === 0 || k > 15 || k >= len - 1 || id[k] !== 0x2d) ms = -1;
-    const dash = k;
-    for (k = dash + 1; k < len; k++) {
-      const d = id[k]! - 0x30;
-      if (d < 0 || d > 9) break;
-      seq = seq * 10 + d;
-    }
-    if (ms < 0 || k !== len || len - dash - 1 > 15) seq = -1;
-    this.idMs[i] = ms;
-    this.idSeq[i] = ms < 0 ? -1 : seq;
   }
 
   #grow(): void {
