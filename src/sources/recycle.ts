@@ -54,11 +54,13 @@ export class BufferRecycler {
   /**
    * Batches that are views of one buffer of ours (a Redis read's), each with a release of its own:
    * the buffer goes back once every one of them was released (a second release of a batch does not
-   * count). Batches not all in one shared buffer of ours are returned as they are.
+   * count), and then onRelease is called, once. Batches not all in one shared buffer of ours are
+   * returned as they are, or, given onRelease, with releases that only count towards it.
    */
-  trackShared<B extends Omit<SourceBatch, 'release'>>(batches: readonly B[]): Array<B & { release?: () => void }> {
+  trackShared<B extends Omit<SourceBatch, 'release'>>(batches: readonly B[], onRelease?: () => void): Array<B & { release?: () => void }> {
     const sab = batches[0]?.data.buffer;
-    if (!(sab instanceof SharedArrayBuffer) || !this.#out.has(sab) || batches.some((b) => b.data.buffer !== sab)) return [...batches];
+    const ours = sab instanceof SharedArrayBuffer && this.#out.has(sab) && batches.every((b) => b.data.buffer === sab);
+    if (!ours && onRelease === undefined) return [...batches];
     let left = batches.length;
     return batches.map((b) => {
       let released = false;
@@ -67,8 +69,9 @@ export class BufferRecycler {
         release: () => {
           if (released) return;
           released = true;
-          if (--left > 0 || !this.#out.delete(sab)) return;
-          if (this.#free.length < this.maxFree) this.#free.push(sab);
+          if (--left > 0) return;
+          if (ours && this.#out.delete(sab) && this.#free.length < this.maxFree) this.#free.push(sab);
+          onRelease?.();
         },
       };
     });

@@ -127,3 +127,31 @@ t.test('batches sharing one buffer (a Redis read): it comes back once every one 
   const mixed = r.trackShared([part(0, 1), { lane: 0, data: r.allocate(4096), offsets: Uint32Array.of(0, 1) }]);
   t.ok(mixed.every((m) => m.release === undefined), 'batches of different buffers get no release');
 });
+
+t.test('trackShared\'s onRelease: called once, after the last of the read\'s batches was released, never again', async (t) => {
+  const r = new BufferRecycler(4);
+  const data = r.allocate(4096);
+  const part = (lo: number, hi: number) => ({ lane: 0, data: data.subarray(lo, hi), offsets: Uint32Array.of(0, hi - lo) });
+  let calls = 0;
+  let backFirst = false;
+  const [a, b] = r.trackShared([part(0, 10), part(10, 20)], () => {
+    calls++;
+    backFirst = r.free === 1;
+  });
+  a!.release!();
+  a!.release!();
+  t.equal(calls, 0, 'not while a batch is out (a second release of another does not count)');
+  b!.release!();
+  t.equal(calls, 1, 'after the last release');
+  t.ok(backFirst, 'with the buffer given back first');
+  b!.release!();
+  a!.release!();
+  t.equal(calls, 1, 'never twice');
+  let others = 0;
+  const [c, d] = r.trackShared([part(0, 1), { lane: 0, data: Buffer.alloc(8), offsets: Uint32Array.of(0, 1) }], () => others++);
+  c!.release!();
+  d!.release!();
+  d!.release!();
+  t.equal(others, 1, 'batches not in one buffer of ours still count towards it, once');
+  t.equal(r.free, 1, 'and give no buffer back');
+});

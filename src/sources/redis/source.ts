@@ -401,19 +401,7 @@ export class RedisSource {
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       // The batches are views of the read's buffer: the reader gets a fresh one for its next reply.
       if (split.batches.length > 0) reader.take();
-      for (const b of recycler.trackShared(split.batches)) {
-        const release = b.release;
-        let released = false;
-        await lanes.submit({
-          ...b,
-          release: () => {
-            if (released) return;
-            released = true;
-            release?.();
-            applied();
-          },
-        });
-      }
+      for (const b of recycler.trackShared(split.batches, applied)) await lanes.submit(b);
     }
   }
 
