@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { CommitPoint, LaneInit } from '../../commit/types.js';
 import { LaneCommits, type CommitReason } from '../lanes/commits.js';
 import { flushIdle } from '../lanes/idle.js';
+import { LanePace } from '../lanes/pace.js';
 import { pendingAgeSeconds, type LaneHost } from '../types.js';
 import { CatchUp } from '../catch-up.js';
 import type { Metrics } from '../../metrics/index.js';
@@ -83,9 +84,6 @@ const ACK_PAGES_PER_CALL = 10;
  * may hold up to REDIS_READ_MAX_BYTES).
  */
 const REDIS_RECYCLED_BUFFERS = 4;
-
-/** How long a caught-up lane waits at most for its batch in the pool before it reads again. */
-const PACE_MAX_WAIT_MS = 200;
 
 /** Retries of a lane's reads and segment writes: capped, jittered, exponential (the Kafka supervisor's shape). */
 const RETRY_BACKOFF = { baseDelayMs: 200, maxDelayMs: 5000 } as const;
@@ -295,30 +293,11 @@ export class RedisSource {
     // entries it has to leave pending, delivered and read again, few).
     let count = 1;
     let attempt = 0;
-    // A lane that has caught up (its last read did not fill) and has a batch in the pool waits for that
-    // batch before reading again: what arrives meanwhile is then one read and one batch, not a read, a
-    // pool task and a reply for every few entries (their fixed costs, on both threads, were most of
-    // the CPU per entry of a consumer keeping pace with its producer). A backlog is read ahead as before.
-    let caughtUp = false;
-    let wake: (() => void) | null = null;
-    const applied = () => {
-      const w = wake;
-      wake = null;
-      w?.();
-    };
+    const pace = new LanePace(lanes, lane.id);
     while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
       const pel = lane.cursor !== '>';
-      if (caughtUp && (lanes.status(lane.id)?.oldestPendingMs ?? null) !== null) {
-        // Bounded: a batch that never comes back (its lane revoked, its owner lost) must not hold the reads.
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, PACE_MAX_WAIT_MS);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = null;
-      }
+      const paced = pace.wait();
+      if (paced !== null) await paced;
       try {
         let asked = count;
         await this.#readGroup(conn, lane, reader, asked, lane.cursor);
@@ -335,7 +314,7 @@ export class RedisSource {
           const rest = Math.max(1, Math.min(redis.readCount - 1, Math.floor((redis.readMaxBytes - reader.keptBytes) / Math.max(1, reader.largest))));
           await this.#readGroup(conn, lane, reader, rest, pel ? reader.ids[0]! : '>', 0, true);
         }
-        caughtUp = !pel && !reader.more && reader.count < count;
+        pace.read({ asked: count, got: reader.count, more: reader.more, behind: pel });
         // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one kept.
         if (reader.more && reader.count > 0) lane.cursor = reader.ids[reader.count - 1]!;
         if (reader.largest > 0) count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / reader.largest)));
@@ -401,7 +380,7 @@ export class RedisSource {
       if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       // The batches are views of the read's buffer: the reader gets a fresh one for its next reply.
       if (split.batches.length > 0) reader.take();
-      for (const b of recycler.trackShared(split.batches, applied)) await lanes.submit(b);
+      for (const b of recycler.trackShared(split.batches, pace.applied)) await lanes.submit(b);
     }
   }
 
