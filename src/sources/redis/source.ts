@@ -17,7 +17,8 @@ import { CatchUp } from '../catch-up.js';
 import type { Metrics } from '../../metrics/index.js';
 import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { connect, num, pairs, text, ACK_RANGE, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { ackIds, commitLane } from './acks.js';
+import { connect, num, pairs, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
 import { LaneConn } from './lane-conn.js';
 import { XReadReader } from './wire.js';
 import { BufferRecycler } from '../recycle.js';
@@ -25,7 +26,7 @@ import { redactedRedisUrl, type RedisConfig } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
 import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
 import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
-import { clearSegments, dropSegments, keys, readPosition, readSegments, partitionOf, writePosition, writeSegments, type LaneKey, type PositionStore } from './positions.js';
+import { clearSegments, keys, readPosition, readSegments, partitionOf, writeSegments, type LaneKey, type PositionStore } from './positions.js';
 
 export interface RedisSourceOptions {
   readonly redis: RedisConfig;
@@ -73,11 +74,6 @@ interface StreamLane extends LaneKey {
   replayUpTo: string | null;
 }
 
-/** XPENDING pages when acknowledging; one XACK per page. */
-const ACK_PAGE = 1000;
-/** Pages one ACK_RANGE call acknowledges (10,000 entries: a few ms of Redis's time). */
-const ACK_PAGES_PER_CALL = 10;
-
 /**
  * Read buffers kept free for reuse per lane: the batches of a lane in flight are bounded by the pool's
  * queue, so a few cover a steady stream, and a stream of many lanes keeps few idle buffers (a read
@@ -123,7 +119,7 @@ export class RedisSource {
       },
       mark: (_, cp) => `${cp.position}|${cp.watermarkMs}|${cp.appliedEnd}`,
       send: async (points) => {
-        for (const [lane, cp] of points) await this.#commitLane(lane, cp);
+        for (const [lane, cp] of points) await commitLane(this.#ctl!, opts.redis.groupId, opts.positions, lane, cp);
       },
       // A lane's failed commit (Redis away) costs that lane only, until the next commit.
       per: 'each',
@@ -377,7 +373,7 @@ export class RedisSource {
       metrics.fetchBatchMessages.observe(n - from);
       if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
       // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
-      if (split.done.length > 0) await this.#ack(lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
+      if (split.done.length > 0) await ackIds(this.#ctl!, redis.groupId, lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
       // The batches are views of the read's buffer: the reader gets a fresh one for its next reply.
       if (split.batches.length > 0) reader.take();
       for (const b of recycler.trackShared(split.batches, pace.applied)) await lanes.submit(b);
@@ -459,50 +455,12 @@ export class RedisSource {
     }
     // A dead-lettered entry is done: acknowledged at once (XACK is per entry, not a cumulative offset);
     // if that fails, the next commit acknowledges it with the rest below its point.
-    await this.#ack(lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
-  }
-
-  async #ack(lane: StreamLane, ids: readonly string[]): Promise<void> {
-    for (let i = 0; i < ids.length; i += ACK_PAGE) {
-      await this.#ctl!.send(['XACK', lane.stream, this.#o.redis.groupId, ...ids.slice(i, i + ACK_PAGE)]);
-    }
+    await ackIds(this.#ctl!, redis.groupId, lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
   }
 
   /** Per lane: store the commit point (unless the sink did), then XACK the lane's entries below it. */
   #commitAll(reason: CommitReason = 'interval'): Promise<void> {
     return this.#commits.commit(reason);
-  }
-
-  async #commitLane(lane: StreamLane, cp: CommitPoint): Promise<void> {
-    const { redis } = this.#o;
-    const ctl = this.#ctl!;
-    await writePosition(ctl, redis.groupId, lane, this.#o.positions, cp);
-    // The range holds every entry below the point, and, after a millisecond of more than 4096
-    // entries, some at or above it: each is acknowledged only if read in this run and below the point.
-    const belowId = lane.positions.idBelow(cp.position);
-    const below = `(${belowId}`;
-    const lastRead = lane.positions.lastId;
-    // Only entries read in this run are acknowledged: with none read (lastRead ''), nothing.
-    if (lastRead !== '' && lane.positions.natural) {
-      // Natural positions: the range alone says which entries are below the point, and Redis
-      // acknowledges them itself; the ids are looked at here only where segments shift positions.
-      const end = compareIds(lastRead, belowId) < 0 ? lastRead : below;
-      for (let start = '-'; start !== '';) {
-        const r = await ctl.send(['EVAL', ACK_RANGE, '1', lane.stream, redis.groupId, lane.consumer, start, end, String(ACK_PAGE), String(ACK_PAGES_PER_CALL)]);
-        start = Array.isArray(r) ? text(r[1]) : '';
-      }
-    } else if (lastRead !== '') {
-      for (let start = '-'; ;) {
-        const page = await ctl.send(['XPENDING', lane.stream, redis.groupId, start, below, String(ACK_PAGE), lane.consumer]);
-        const ids = Array.isArray(page) ? page.map((p) => text(Array.isArray(p) ? p[0] : null)) : [];
-        const done = ids.filter((id) => compareIds(id, lastRead) <= 0 && lane.positions.positionOf(id) < cp.position);
-        if (done.length > 0) await this.#ack(lane, done);
-        if (ids.length < ACK_PAGE) break;
-        start = `(${ids[ids.length - 1]!}`;
-      }
-    }
-    const drop = lane.positions.dropBelow(cp.position);
-    if (drop !== null) await dropSegments(ctl, redis.groupId, lane, drop);
   }
 
   /**
