@@ -7,72 +7,28 @@
 // parts the Kafka source uses: the lane host's calls (../types.ts), commits (../lanes/commits.ts),
 // idle flush (../lanes/idle.ts), the jittered back-off (backoffMs) and the lag from lane status.
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
 import type { CommitPoint, LaneInit } from '../../commit/types.js';
 import { LaneCommits, type CommitReason } from '../lanes/commits.js';
 import { flushIdle } from '../lanes/idle.js';
 import { LanePace } from '../lanes/pace.js';
-import { pendingAgeSeconds, type LaneHost } from '../types.js';
+import { pendingAgeSeconds } from '../types.js';
 import { CatchUp } from '../catch-up.js';
-import type { Metrics } from '../../metrics/index.js';
 import { backoffMs, Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
 import { ackIds, commitLane } from './acks.js';
-import { connect, num, pairs, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn, type Reply } from './client.js';
+import { createGroup, groupInfo, recreateGroup } from './group.js';
+import { connect, num, pairs, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
 import { LaneConn } from './lane-conn.js';
 import { XReadReader } from './wire.js';
 import { BufferRecycler } from '../recycle.js';
-import { redactedRedisUrl, type RedisConfig } from './config.js';
+import { redactedRedisUrl } from './config.js';
 import { splitEntries, type Missing } from './entries.js';
-import { missingFieldLetters, type SourceDeadLetter } from './dead-letters.js';
+import { missingFieldLetters } from './dead-letters.js';
 import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
-import { clearSegments, keys, readPosition, readSegments, partitionOf, writeSegments, type LaneKey, type PositionStore } from './positions.js';
+import { keys, readPosition, readSegments, partitionOf, writeSegments, type LaneKey } from './positions.js';
+import type { RedisSourceOptions, StreamLane } from './lane.js';
 
-export interface RedisSourceOptions {
-  readonly redis: RedisConfig;
-  /** Runs the lanes: the engine. */
-  readonly lanes: LaneHost;
-  readonly metrics: Metrics;
-  readonly logger: Logger;
-  readonly deadLetter: SourceDeadLetter;
-  readonly batchSize: number;
-  readonly batchMaxBytes: number;
-  readonly maxMessageBytes: number;
-  readonly commitIntervalMs: number;
-  readonly idleFlushMs: number;
-  readonly lagIntervalMs: number;
-  /** A sink that stores positions with its rows (PostgreSQL): lanes resume from it. */
-  readonly positions?: PositionStore;
-}
-
-/** One lane as the source reads it: a stream read for one consumer; `id` is its number at the lane host. */
-interface StreamLane extends LaneKey {
-  readonly id: number;
-  /** Own lanes read new entries after their PEL; taken-over lanes end once their PEL is acknowledged. */
-  readonly own: boolean;
-  cursor: string;
-  /** Id of the last entry received: after a failed read, the PEL is read again from here. */
-  lastId: string;
-  /** The restored point's position: entries below it are in the sink already. */
-  readonly restoredPosition: number;
-  /** The restored point's applied end: entries below it were processed (and dead-lettered, if so) by an earlier run. */
-  readonly restoredAppliedEnd: number;
-  /** What the lane host opened the lane with: a lane rebuilt before its first commit point opens with it again. */
-  readonly init: LaneInit;
-  caughtUp: boolean;
-  loop: Promise<void>;
-  /** Entry ids -> positions: natural, or shifted by the lane's stored segments. */
-  positions: LanePositions;
-  /** The lane's read connection (its state says whether Redis is reachable). */
-  conn: LaneConn | null;
-  /** Why the lane cannot read now (its group or stream is gone), null while it reads. */
-  stalled: string | null;
-  /**
-   * After the group was recreated: entries up to this id were handed on before, and are delivered
-   * again only to be pending (acknowledged by the commit that passes them), not processed twice.
-   */
-  replayUpTo: string | null;
-}
+export type { RedisSourceOptions } from './lane.js';
 
 /**
  * Read buffers kept free for reuse per lane: the batches of a lane in flight are bounded by the pool's
@@ -184,7 +140,7 @@ export class RedisSource {
     this.#ctl = ctl;
     const timers: NodeJS.Timeout[] = [];
     try {
-      for (const s of redis.streams) await this.#createGroup(s);
+      for (const s of redis.streams) await createGroup(ctl, this.#o, s);
       await this.#acquireOwnLease();
       if (this.#stop.raised) return;
       const partition = await partitionOf(ctl, redis.groupId, redis.consumer);
@@ -227,16 +183,6 @@ export class RedisSource {
     if (this.#fatal === null) this.#fatal = err instanceof Error ? err : new Error(String(err));
     this.#o.logger.error({ err: this.#fatal }, 'redis: source failed; stopping');
     this.stop();
-  }
-
-  async #createGroup(stream: string): Promise<void> {
-    const { redis } = this.#o;
-    try {
-      await this.#ctl!.send(['XGROUP', 'CREATE', stream, redis.groupId, redis.from === 'earliest' ? '0' : '$', 'MKSTREAM']);
-      this.#o.logger.info({ stream, group: redis.groupId, from: redis.from }, 'redis: consumer group created');
-    } catch (err) {
-      if (!String((err as Error).message).startsWith('BUSYGROUP')) throw err;
-    }
   }
 
   /** Waits while an earlier incarnation's lease (or a taker-over's) is live: one server per consumer. */
@@ -330,7 +276,7 @@ export class RedisSource {
           // The stream was deleted or the group destroyed: retrying the read cannot help; recreating the group can.
           lane.stalled = 'group';
           try {
-            await this.#recreateGroup(lane);
+            await recreateGroup(this.#ctl!, this.#o, lane);
             continue;
           } catch (e) {
             this.#o.logger.warn({ err: e, stream: lane.stream, attempt }, 'redis: recreating the consumer group failed; retrying');
@@ -390,48 +336,6 @@ export class RedisSource {
     if (reader.error !== null) throw new Error(reader.error);
   }
 
-  /**
-   * The lane's stream or group is gone (XGROUP DESTROY, DEL of the stream): the group is created
-   * again where the lane needs it, at its commit point, so that the entries it has handed on and not
-   * yet committed are pending again (delivered once more, not processed twice) and the rest follows.
-   * A stream deleted with its entries starts the lane's ids afresh; its positions go on growing.
-   */
-  async #recreateGroup(lane: StreamLane): Promise<void> {
-    const { redis, lanes, logger } = this.#o;
-    const ctl = this.#ctl!;
-    const since = lane.positions.lastId;
-    const point = lanes.status(lane.id)?.commitPoint?.position ?? lane.restoredPosition;
-    let from: string;
-    if (since === '') {
-      from = point > 0 ? lane.positions.idBefore(point) : redis.from === 'earliest' ? '0-0' : '$';
-    } else {
-      const older = await ctl.send(['XREVRANGE', lane.stream, since, '-', 'COUNT', '1']);
-      if (Array.isArray(older) && older.length > 0) {
-        from = lane.positions.idBefore(point);
-        lane.replayUpTo = since;
-      } else {
-        // None of the entries read is left: the stream was deleted (or trimmed empty). New ids may be
-        // lower than the old ones; the lane places them above everything it handed on.
-        from = '0-0';
-        lane.replayUpTo = null;
-        lane.positions = new LanePositions([], null, lane.positions.last + 1);
-        await clearSegments(ctl, redis.groupId, lane);
-      }
-    }
-    logger.error({ stream: lane.stream, group: redis.groupId, consumer: lane.consumer, from }, 'redis: the consumer group or the stream is gone (NOGROUP); recreating the group from the lane\'s commit point');
-    try {
-      await ctl.send(['XGROUP', 'CREATE', lane.stream, redis.groupId, from, 'MKSTREAM']);
-    } catch (err) {
-      if (!String((err as Error).message).startsWith('BUSYGROUP')) throw err;
-      // Another lane or instance recreated it first: moved back if this lane needs entries before its start.
-      const at = text((await this.#group(lane.stream))?.get('last-delivered-id'));
-      if (from !== '$' && at !== '' && compareIds(from, at) < 0) await ctl.send(['XGROUP', 'SETID', lane.stream, redis.groupId, from]);
-    }
-    lane.cursor = lane.own ? '>' : '0';
-    lane.lastId = '0';
-    logger.info({ stream: lane.stream, group: redis.groupId, from }, 'redis: consumer group recreated; the lane reads on');
-  }
-
   /** Retried until stored (false: stopping first; the entries are read again by the next run, as new). */
   async #storeSegments(lane: StreamLane, changes: PositionChanges): Promise<boolean> {
     for (let attempt = 1; !this.#stop.raised; attempt++) {
@@ -475,18 +379,12 @@ export class RedisSource {
     for (const lane of quiet) if (!lane.own) await this.#finishTakeover(lane);
   }
 
-  /** The group's XINFO GROUPS fields on a stream (undefined: no such group). */
-  async #group(stream: string): Promise<Map<string, Reply> | undefined> {
-    const groups = await this.#ctl!.send(['XINFO', 'GROUPS', stream]);
-    return (Array.isArray(groups) ? groups : []).map(pairs).find((m) => text(m.get('name')) === this.#o.redis.groupId);
-  }
-
   /** Lag per stream: entries not yet delivered to the group, entries pending, and the age of the oldest of them. */
   async #lag(): Promise<void> {
     const { metrics, redis, lanes } = this.#o;
     const now = Date.now();
     for (const stream of redis.streams) {
-      const g = await this.#group(stream);
+      const g = await groupInfo(this.#ctl!, redis.groupId, stream);
       if (g === undefined) continue;
       // The group's lag counter keeps counting entries trimmed (XTRIM) or deleted before delivery, for
       // good: the first undelivered entry says whether any is left, and the stream's length bounds them.
