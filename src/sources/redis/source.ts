@@ -5,40 +5,27 @@
 // from its stored position) until its pending entries are acknowledged, then deletes it.
 // Acknowledgement only below the lane's commit point, exactly like Kafka offsets. Built from the lane
 // parts the Kafka source uses: the lane host's calls (../types.ts), commits (../lanes/commits.ts),
-// idle flush (../lanes/idle.ts), the jittered back-off (backoffMs) and the lag from lane status.
+// idle flush (../lanes/idle.ts), the jittered back-off (backoffMs, in the read loop: read.ts) and the
+// lag from lane status; a lane's reads are paced by ../lanes/pace.ts.
 import { randomBytes } from 'node:crypto';
 import type { CommitPoint, LaneInit } from '../../commit/types.js';
 import { LaneCommits, type CommitReason } from '../lanes/commits.js';
 import { flushIdle } from '../lanes/idle.js';
-import { LanePace } from '../lanes/pace.js';
 import { pendingAgeSeconds } from '../types.js';
 import { CatchUp } from '../catch-up.js';
-import { backoffMs, Signal, sleep } from '../../async/index.js';
+import { Signal, sleep } from '../../async/index.js';
 import { StreamstatsError } from '../../errors.js';
-import { ackIds, commitLane } from './acks.js';
-import { createGroup, groupInfo, recreateGroup } from './group.js';
+import { commitLane } from './acks.js';
+import { createGroup, groupInfo } from './group.js';
 import { connect, num, pairs, text, RELEASE_LEASE, RENEW_LEASE, type RedisConn } from './client.js';
 import { LaneConn } from './lane-conn.js';
-import { XReadReader } from './wire.js';
-import { BufferRecycler } from '../recycle.js';
 import { redactedRedisUrl } from './config.js';
-import { splitEntries, type Missing } from './entries.js';
-import { missingFieldLetters } from './dead-letters.js';
-import { LanePositions, compareIds, idMs, type PositionChanges } from './position.js';
-import { keys, readPosition, readSegments, partitionOf, writeSegments, type LaneKey } from './positions.js';
+import { LanePositions, idMs } from './position.js';
+import { keys, readPosition, readSegments, partitionOf, type LaneKey } from './positions.js';
 import type { RedisSourceOptions, StreamLane } from './lane.js';
+import { readLane } from './read.js';
 
 export type { RedisSourceOptions } from './lane.js';
-
-/**
- * Read buffers kept free for reuse per lane: the batches of a lane in flight are bounded by the pool's
- * queue, so a few cover a steady stream, and a stream of many lanes keeps few idle buffers (a read
- * may hold up to REDIS_READ_MAX_BYTES).
- */
-const REDIS_RECYCLED_BUFFERS = 4;
-
-/** Retries of a lane's reads and segment writes: capped, jittered, exponential (the Kafka supervisor's shape). */
-const RETRY_BACKOFF = { baseDelayMs: 200, maxDelayMs: 5000 } as const;
 
 export class RedisSource {
   readonly describe: string;
@@ -223,143 +210,8 @@ export class RedisSource {
     this.#o.metrics.assignedPartitions.set(this.#lanes.size);
   }
 
-  /** Reads while the lane host takes batches: submit() waits for pool capacity, so a full pool stops reading. */
-  async #read(lane: StreamLane, conn: LaneConn): Promise<void> {
-    const { redis, lanes, metrics } = this.#o;
-    // The reads' buffers become their batches and come back when the engine is done with them: a few
-    // per lane go round (batches in flight are bounded), so the reader writes into pages already touched.
-    const recycler = new BufferRecycler(REDIS_RECYCLED_BUFFERS);
-    const reader = new XReadReader({ field: Buffer.from(redis.field), maxValueBytes: this.#o.maxMessageBytes + 1, limitBytes: redis.readMaxBytes, allocate: recycler.allocate }, Math.min(redis.readCount, 4096));
-    // COUNT of the next read: one entry first, then as many as REDIS_READ_MAX_BYTES holds of the
-    // largest entry the last read saw (what the bound keeps is decided in the reader; this keeps the
-    // entries it has to leave pending, delivered and read again, few).
-    let count = 1;
-    let attempt = 0;
-    const pace = new LanePace(lanes, lane.id);
-    while (!this.#stop.raised && this.#lanes.get(lane.id) === lane) {
-      const pel = lane.cursor !== '>';
-      const paced = pace.wait();
-      if (paced !== null) await paced;
-      try {
-        let asked = count;
-        await this.#readGroup(conn, lane, reader, asked, lane.cursor);
-        // Nothing new: wait for the next entry (one entry, bounded by itself).
-        if (reader.count === 0 && !pel) {
-          asked = 1;
-          await this.#readGroup(conn, lane, reader, 1, '>', redis.blockMs);
-        }
-        // A read of one entry is completed by a read sized by it, as one read (the script that bounded
-        // reads in Redis did the same in its steps): a lane that opens, is rebuilt or restarts reads as
-        // many entries at a time as a steady one, so its batches, and the merges of their partial
-        // moments, fall where an undisturbed run's do.
-        if (asked === 1 && reader.count === 1 && !reader.more && redis.readCount > 1 && reader.keptBytes < redis.readMaxBytes) {
-          const rest = Math.max(1, Math.min(redis.readCount - 1, Math.floor((redis.readMaxBytes - reader.keptBytes) / Math.max(1, reader.largest))));
-          await this.#readGroup(conn, lane, reader, rest, pel ? reader.ids[0]! : '>', 0, true);
-        }
-        pace.read({ asked: count, got: reader.count, more: reader.more, behind: pel });
-        // Entries delivered beyond the byte limit wait in our PEL: read them next, after the last one kept.
-        if (reader.more && reader.count > 0) lane.cursor = reader.ids[reader.count - 1]!;
-        if (reader.largest > 0) count = Math.max(1, Math.min(redis.readCount, Math.floor(redis.readMaxBytes / reader.largest)));
-        attempt = 0;
-        if (lane.stalled !== null) {
-          this.#o.logger.info({ stream: lane.stream, consumer: lane.consumer }, 'redis: lane reads again');
-          lane.stalled = null;
-        }
-      } catch (err) {
-        // Credentials refused: retrying cannot help.
-        if (err instanceof StreamstatsError && !err.canRetry) throw err;
-        attempt++;
-        // A reply lost with the connection still delivered its entries to us (they are in our PEL, and
-        // '>' never returns them again): read the PEL from the last entry we did receive first.
-        if (lane.cursor === '>') lane.cursor = lane.lastId;
-        if (String((err as Error).message).startsWith('NOGROUP')) {
-          // The stream was deleted or the group destroyed: retrying the read cannot help; recreating the group can.
-          lane.stalled = 'group';
-          try {
-            await recreateGroup(this.#ctl!, this.#o, lane);
-            continue;
-          } catch (e) {
-            this.#o.logger.warn({ err: e, stream: lane.stream, attempt }, 'redis: recreating the consumer group failed; retrying');
-          }
-        } else {
-          this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: read failed; retrying');
-        }
-        await sleep(backoffMs(attempt, RETRY_BACKOFF), this.#stop);
-        continue;
-      }
-      const n = reader.count;
-      if (pel) {
-        if (n === 0) {
-          // The PEL is read: own lanes go on with new entries; a taken-over lane has nothing more.
-          if (!lane.own) {
-            lane.caughtUp = true;
-            return;
-          }
-          lane.cursor = '>';
-          continue;
-        }
-        lane.cursor = reader.ids[n - 1]!;
-      }
-      lane.caughtUp = n === 0;
-      if (n === 0) continue;
-      lane.lastId = reader.ids[n - 1]!;
-      let from = 0;
-      if (lane.replayUpTo !== null) {
-        const upTo = lane.replayUpTo;
-        while (from < n && compareIds(reader.ids[from]!, upTo) <= 0) from++;
-        if (from < n) lane.replayUpTo = null;
-        if (from === n) continue;
-      }
-      const positions = new Array<number>(n - from);
-      for (let i = from; i < n; i++) positions[i - from] = lane.positions.assign(reader.ids[i]!, reader.idMs[i]!, reader.idSeq[i]!);
-      const changes = lane.positions.takeChanges();
-      // Segments are stored before their entries go on: a restart must place them where this run did.
-      if (changes !== null && !(await this.#storeSegments(lane, changes))) return;
-      const split = splitEntries(reader, from, { laneId: lane.id, positions, batchSize: this.#o.batchSize, batchMaxBytes: this.#o.batchMaxBytes, maxMessageBytes: this.#o.maxMessageBytes, skipBelow: lane.restoredPosition });
-      metrics.fetchBatchMessages.observe(n - from);
-      if (split.missing.length > 0) await this.#deadLetterMissing(lane, split.missing);
-      // Early, for a short PEL; if it fails (Redis away) the next commit acknowledges them anyway.
-      if (split.done.length > 0) await ackIds(this.#ctl!, redis.groupId, lane, split.done).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
-      // The batches are views of the read's buffer: the reader gets a fresh one for its next reply.
-      if (split.batches.length > 0) reader.take();
-      for (const b of recycler.trackShared(split.batches, pace.applied)) await lanes.submit(b);
-    }
-  }
-
-  /**
-   * XREADGROUP of the lane into `reader` (onto its last reply: append), waiting up to blockMs for
-   * new entries when above 0; an error reply (NOGROUP ...) throws with Redis's text.
-   */
-  async #readGroup(conn: LaneConn, lane: StreamLane, reader: XReadReader, count: number, cursor: string, blockMs = 0, append = false): Promise<void> {
-    const block = blockMs > 0 ? ['BLOCK', String(blockMs)] : [];
-    await conn.request(['XREADGROUP', 'GROUP', this.#o.redis.groupId, lane.consumer, 'COUNT', String(count), ...block, 'STREAMS', lane.stream, cursor], reader, blockMs, append);
-    if (reader.error !== null) throw new Error(reader.error);
-  }
-
-  /** Retried until stored (false: stopping first; the entries are read again by the next run, as new). */
-  async #storeSegments(lane: StreamLane, changes: PositionChanges): Promise<boolean> {
-    for (let attempt = 1; !this.#stop.raised; attempt++) {
-      try {
-        await writeSegments(this.#ctl!, this.#o.redis.groupId, lane, changes);
-        return true;
-      } catch (err) {
-        this.#o.logger.warn({ err, stream: lane.stream, attempt }, 'redis: storing position segments failed; retrying');
-        await sleep(backoffMs(attempt, RETRY_BACKOFF), this.#stop);
-      }
-    }
-    return false;
-  }
-
-  async #deadLetterMissing(lane: StreamLane, missing: readonly Missing[]): Promise<void> {
-    const { redis, metrics } = this.#o;
-    const entries = missingFieldLetters(missing, { ...lane, field: redis.field, source: this.describe });
-    if (entries.length > 0) {
-      await this.#o.deadLetter.write(entries);
-      metrics.records.inc({ result: 'missing_field' }, entries.length);
-    }
-    // A dead-lettered entry is done: acknowledged at once (XACK is per entry, not a cumulative offset);
-    // if that fails, the next commit acknowledges it with the rest below its point.
-    await ackIds(this.#ctl!, redis.groupId, lane, missing.map((m) => m.id)).catch((err: unknown) => this.#o.logger.warn({ err }, 'redis: acknowledgement failed; the next commit retries'));
+  #read(lane: StreamLane, conn: LaneConn): Promise<void> {
+    return readLane(lane, conn, { ...this.#o, describe: this.describe, stop: this.#stop, ctl: this.#ctl!, serves: (l) => this.#lanes.get(l.id) === l });
   }
 
   /** Per lane: store the commit point (unless the sink did), then XACK the lane's entries below it. */
