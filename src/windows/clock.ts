@@ -31,10 +31,6 @@ export class StreamClock {
   /** #observeKeyed's scratch: the points' keys, and their counts by index. */
   #keys = new Float64Array(0);
   #counts = new Float64Array(0);
-  /** #observeBuckets' scratch: each bucket's earliest and latest time and its records. */
-  #bMin = new Float64Array(0);
-  #bMax = new Float64Array(0);
-  #bN = new Float64Array(0);
 
   constructor(jumpMs: number, confirm: number) {
     if (!(jumpMs >= 0)) throw new RangeError(`jumpMs (${jumpMs}) must be >= 0`);
@@ -142,7 +138,8 @@ export class StreamClock {
    * tens of thousands of partials on four minutes, each spread over a second) fails #chainsAll at the
    * first minute and was sorted twice a batch, the main thread's largest part. False (nothing
    * changed) where the bound is 0, the times are not numbers or need more than BUCKETS_PER_POINT
-   * buckets a point (a point far ahead of the rest), or rounding made a bucket wider than the bound.
+   * buckets a point (a point far ahead of the rest) or MAX_BUCKETS in all, or rounding made a bucket
+   * wider than the bound.
    */
   #observeBuckets(cells: Float64Array, at: ArrayLike<number>): boolean {
     const jump = this.#jumpMs;
@@ -184,16 +181,16 @@ export class StreamClock {
     }
     const nb = Math.floor((tmax - tmin) / jump) + 1;
     // Not a number (a time that is not) or too many buckets for the points.
-    if (!(nb <= BUCKETS_PER_POINT * m + 64)) return false;
-    if (this.#bMin.length < nb) {
-      const size = Math.max(nb, 2 * this.#bMin.length);
-      this.#bMin = new Float64Array(size);
-      this.#bMax = new Float64Array(size);
-      this.#bN = new Float64Array(size);
+    if (!(nb <= BUCKETS_PER_POINT * m + 64 && nb <= MAX_BUCKETS)) return false;
+    if (scratch.min.length < nb) {
+      const size = Math.min(MAX_BUCKETS, Math.max(nb, 2 * scratch.min.length));
+      scratch.min = new Float64Array(size);
+      scratch.max = new Float64Array(size);
+      scratch.n = new Float64Array(size);
     }
-    const bMin = this.#bMin;
-    const bMax = this.#bMax;
-    const bN = this.#bN;
+    const bMin = scratch.min;
+    const bMax = scratch.max;
+    const bN = scratch.n;
     bMin.fill(Infinity, 0, nb);
     bMax.fill(-Infinity, 0, nb);
     bN.fill(0, 0, nb);
@@ -443,6 +440,15 @@ const KEY_SPAN_MS = 2 ** 53 / KEY_SLOTS;
 
 /** #observeBuckets' bound on buckets a point (beyond it, a point far ahead of the rest, the batch is sorted). */
 const BUCKETS_PER_POINT = 4;
+
+/** #observeBuckets' buckets at most (1.5 MiB of scratch); a batch that needs more is sorted. */
+const MAX_BUCKETS = 1 << 16;
+
+/**
+ * #observeBuckets' scratch, one for all the clocks of a thread (a call never waits, so no two use it
+ * at once): a clock per lane, each keeping buckets of its own, would hold megabytes a lane.
+ */
+const scratch = { min: new Float64Array(0), max: new Float64Array(0), n: new Float64Array(0) };
 
 /** observeCells' fast path keeps the confirm latest points; beyond this many it sorts, as observe does. */
 const MAX_FAST_CONFIRM = 64;
