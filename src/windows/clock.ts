@@ -1,12 +1,9 @@
 // A partition's stream time and the watermark it implies, robust to outliers: a forward jump of event
 // time is followed only once enough records confirm it (WATERMARK_CONFIRM_RECORDS).
 import { CELL } from '../core/messages.js';
+import { cellPoints, confirmedAt, confirmedTime, latestRecord, MAX_FAST_CONFIRM, pointsOf, type TimePoint } from './clock-points.js';
 
-/** Event-time evidence: n records at or after time t (ms). */
-export interface TimePoint {
-  t: number;
-  n: number;
-}
+export { cellPoints, type TimePoint };
 
 /**
  * The partition's stream time, from which the watermark (stream time - lateness) follows.
@@ -67,15 +64,8 @@ export class StreamClock {
       this.#held = [];
       return;
     }
-    let total = 0;
-    for (let j = i; j < all.length; j++) total += all[j]!.n;
-    if (total >= this.#confirm) {
-      let acc = 0;
-      let j = all.length - 1;
-      for (; j >= i; j--) {
-        acc += all[j]!.n;
-        if (acc >= this.#confirm) break;
-      }
+    const j = confirmedAt(i, all.length, (x) => all[x]!.n, this.#confirm);
+    if (j >= 0) {
       this.raise(all[j]!.t);
       i = this.#chain(all, j);
     }
@@ -225,82 +215,21 @@ export class StreamClock {
       this.#held = [];
       return true;
     }
-    let total = 0;
-    for (let b = stop; b < nb; b++) total += bN[b]!;
-    if (total >= this.#confirm) {
+    const c = confirmedAt(stop, nb, (b) => bN[b]!, this.#confirm);
+    if (c >= 0) {
       let acc = 0;
-      let c = nb - 1;
-      for (; c >= stop; c--) {
-        if (acc + bN[c]! >= this.#confirm) break;
-        acc += bN[c]!;
-      }
+      for (let b = c + 1; b < nb; b++) acc += bN[b]!;
       // The confirm-th latest record is in bucket c: the (confirm - acc)-th latest of its records.
       const inC = (t: number): boolean => Math.floor((t - tmin) / jump) === c;
-      this.raise(this.#latestRecord(cells, at, inC, this.#confirm - acc));
+      this.raise(latestRecord(this.#held, cells, at, inC, this.#confirm - acc));
       // The chain from that record takes the rest of bucket c (later, within the bound of its earliest).
       if (bMax[c]! > this.#stream) this.#stream = bMax[c]!;
       stop = chain(c + 1);
     }
-    const rest = stop < nb ? this.#pointsOf(cells, at, (t) => Math.floor((t - tmin) / jump) >= stop) : [];
+    const rest = stop < nb ? pointsOf(this.#held, cells, at, (t) => Math.floor((t - tmin) / jump) >= stop) : [];
     rest.sort((x, y) => x.t - y.t);
     this.#held = rest;
     return true;
-  }
-
-  /**
-   * The time of the r-th latest record among the points whose time passes keep (there are at least
-   * r): the r latest points kept in order as they come where r is small, else all of them sorted.
-   */
-  #latestRecord(cells: Float64Array, at: ArrayLike<number>, keep: (t: number) => boolean, r: number): number {
-    if (r > MAX_FAST_CONFIRM) {
-      const all = this.#pointsOf(cells, at, keep).sort((x, y) => y.t - x.t);
-      let acc = 0;
-      for (const p of all) if ((acc += p.n) >= r) return p.t;
-      return all[all.length - 1]!.t;
-    }
-    const ts = new Float64Array(r);
-    const ns = new Float64Array(r);
-    let k = 0;
-    const offer = (t: number, n: number): void => {
-      if (!keep(t) || (k === r && t <= ts[k - 1]!)) return;
-      let i = k === r ? k - 1 : k++;
-      while (i > 0 && ts[i - 1]! < t) {
-        ts[i] = ts[i - 1]!;
-        ns[i] = ns[i - 1]!;
-        i--;
-      }
-      ts[i] = t;
-      ns[i] = n;
-    };
-    for (const p of this.#held) offer(p.t, p.n);
-    for (let j = 0; j < at.length; j++) {
-      const o = at[j]!;
-      const count = cells[o + CELL.COUNT]!;
-      if (!(count > 0)) continue;
-      offer(cells[o + CELL.TS_MAX]!, 1);
-      if (count > 1) offer(cells[o + CELL.TS_MIN]!, count - 1);
-    }
-    let acc = 0;
-    for (let i = 0; i < k; i++) if ((acc += ns[i]!) >= r) return ts[i]!;
-    return ts[k - 1]!;
-  }
-
-  /** The held points and the partials' points (cellPoints) whose time passes keep. */
-  #pointsOf(cells: Float64Array, at: ArrayLike<number>, keep: (t: number) => boolean): TimePoint[] {
-    const out: TimePoint[] = [];
-    for (const p of this.#held) if (keep(p.t)) out.push({ t: p.t, n: p.n });
-    for (let j = 0; j < at.length; j++) {
-      const o = at[j]!;
-      const count = cells[o + CELL.COUNT]!;
-      if (!(count > 0)) continue;
-      const hi = cells[o + CELL.TS_MAX]!;
-      if (keep(hi)) out.push({ t: hi, n: 1 });
-      if (count > 1) {
-        const lo = cells[o + CELL.TS_MIN]!;
-        if (keep(lo)) out.push({ t: lo, n: count - 1 });
-      }
-    }
-    return out;
   }
 
   /**
@@ -403,15 +332,8 @@ export class StreamClock {
       this.#held = [];
       return true;
     }
-    let total = 0;
-    for (let j = i; j < k; j++) total += countOf(j);
-    if (total >= this.#confirm) {
-      let acc = 0;
-      let j = k - 1;
-      for (; j >= i; j--) {
-        acc += countOf(j);
-        if (acc >= this.#confirm) break;
-      }
+    const j = confirmedAt(i, k, countOf, this.#confirm);
+    if (j >= 0) {
       this.raise(timeOf(j));
       i = chain(j);
     }
@@ -449,51 +371,3 @@ const MAX_BUCKETS = 1 << 16;
  * at once): a clock per lane, each keeping buckets of its own, would hold megabytes a lane.
  */
 const scratch = { min: new Float64Array(0), max: new Float64Array(0), n: new Float64Array(0) };
-
-/** observeCells' fast path keeps the confirm latest points; beyond this many it sorts, as observe does. */
-const MAX_FAST_CONFIRM = 64;
-
-/**
- * The time of the confirm-th latest record among the partials' points (cellPoints: n - 1 records at
- * tsMin, one at tsMax), from the confirm latest points (each holds at least one record).
- */
-function confirmedTime(cells: Float64Array, at: ArrayLike<number>, confirm: number): number {
-  const ts = new Float64Array(confirm);
-  const ns = new Float64Array(confirm);
-  let k = 0;
-  const offer = (t: number, n: number): void => {
-    if (n <= 0 || (k === confirm && t <= ts[k - 1]!)) return;
-    let i = k === confirm ? k - 1 : k++;
-    // Insertion into the descending top list.
-    while (i > 0 && ts[i - 1]! < t) {
-      ts[i] = ts[i - 1]!;
-      ns[i] = ns[i - 1]!;
-      i--;
-    }
-    ts[i] = t;
-    ns[i] = n;
-  };
-  for (let j = 0; j < at.length; j++) {
-    const o = at[j]!;
-    const count = cells[o + CELL.COUNT]!;
-    if (count <= 0) continue;
-    offer(cells[o + CELL.TS_MAX]!, 1);
-    offer(cells[o + CELL.TS_MIN]!, count - 1);
-  }
-  let acc = 0;
-  for (let i = 0; i < k; i++) {
-    acc += ns[i]!;
-    if (acc >= confirm) return ts[i]!;
-  }
-  return ts[k - 1]!;
-}
-
-/**
- * What a batch's partial of n records proves about event times: one record at its latest time, and
- * n - 1 at or after its earliest (the records in between are not known one by one).
- */
-export function cellPoints(tsMin: number, tsMax: number, count: number, out: TimePoint[]): void {
-  if (count <= 0) return;
-  out.push({ t: tsMax, n: 1 });
-  if (count > 1) out.push({ t: tsMin, n: count - 1 });
-}
