@@ -124,7 +124,7 @@ export class StreamClock {
    * buckets one jump bound wide, from the smallest time up. Points of one bucket lie within the bound
    * of each other, so a chain that reaches a bucket's earliest point takes the whole bucket, and the
    * chain is decided bucket by bucket in time order; only the bucket where the confirm-th latest
-   * record lies is sorted, to find its time. A file of samples on the minute (seed 001: a batch's
+   * record lies is searched, for its time (latestRecord). A file of samples on the minute (seed 001: a batch's
    * tens of thousands of partials on four minutes, each spread over a second) fails #chainsAll at the
    * first minute and was sorted twice a batch, the main thread's largest part. False (nothing
    * changed) where the bound is 0, the times are not numbers or need more than BUCKETS_PER_POINT
