@@ -7,7 +7,7 @@
 import '../kafka/preload.js';
 import { randomBytes } from 'node:crypto';
 import kafkajs, { type Admin, type Kafka, type Message } from 'kafkajs';
-import { Signal, sleep } from '../async/index.js';
+import { TimeoutError, withTimeout } from '../async/index.js';
 import { parseConfig, unknownVariables, unknownVariablesWarning, type GeneratorConfig } from '../config/index.js';
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
@@ -87,11 +87,11 @@ async function newestEventTime(kafka: Kafka, admin: Admin, topic: string): Promi
     consumer.on(consumer.events.GROUP_JOIN, () => {
       for (const [partition, offset] of last) consumer.seek({ topic, partition, offset: String(offset) });
     });
-    // The bound's timer ends with the read: left running, it kept the process alive for its
-    // NEWEST_READ_MS after the load had gone out (every load into a used topic took 15 s).
-    const done = new Signal();
-    await Promise.race([read, sleep(NEWEST_READ_MS, done)]);
-    done.raise();
+    // Bounded by withTimeout, whose timer is cleared when the read wins: a bare sleep raced here kept
+    // the process alive for NEWEST_READ_MS after the load had gone out. Not read in time: unreadable.
+    await withTimeout(read, NEWEST_READ_MS, 'reading the newest point').catch((err: unknown) => {
+      if (!(err instanceof TimeoutError)) throw err;
+    });
   } finally {
     await consumer.disconnect().catch(() => {});
     await admin.deleteGroups([groupId]).catch(() => {});
