@@ -98,33 +98,29 @@ export function latestRecord(held: readonly TimePoint[], cells: Float64Array, at
     return all[all.length - 1]!.t;
   }
   const top = new LatestPoints(r);
-  for (const p of held) if (keep(p.t)) top.offer(p.t, p.n);
-  for (let j = 0; j < at.length; j++) {
-    const o = at[j]!;
-    const count = cells[o + CELL.COUNT]!;
-    if (!(count > 0)) continue;
-    const hi = cells[o + CELL.TS_MAX]!;
-    if (keep(hi)) top.offer(hi, 1);
-    const lo = cells[o + CELL.TS_MIN]!;
-    if (count > 1 && keep(lo)) top.offer(lo, count - 1);
-  }
+  eachPoint(held, cells, at, (t, n) => {
+    if (keep(t)) top.offer(t, n);
+  });
   return top.recordTime(r);
 }
 
 /** The held points and the partials' points (cellPoints) whose time passes keep. */
 export function pointsOf(held: readonly TimePoint[], cells: Float64Array, at: ArrayLike<number>, keep: (t: number) => boolean): TimePoint[] {
   const out: TimePoint[] = [];
-  for (const p of held) if (keep(p.t)) out.push({ t: p.t, n: p.n });
+  eachPoint(held, cells, at, (t, n) => {
+    if (keep(t)) out.push({ t, n });
+  });
+  return out;
+}
+
+/** Calls f(t, n) for each held point, then each point of the partials at `at` (as cellPoints makes them). */
+function eachPoint(held: readonly TimePoint[], cells: Float64Array, at: ArrayLike<number>, f: (t: number, n: number) => void): void {
+  for (const p of held) f(p.t, p.n);
   for (let j = 0; j < at.length; j++) {
     const o = at[j]!;
     const count = cells[o + CELL.COUNT]!;
     if (!(count > 0)) continue;
-    const hi = cells[o + CELL.TS_MAX]!;
-    if (keep(hi)) out.push({ t: hi, n: 1 });
-    if (count > 1) {
-      const lo = cells[o + CELL.TS_MIN]!;
-      if (keep(lo)) out.push({ t: lo, n: count - 1 });
-    }
+    f(cells[o + CELL.TS_MAX]!, 1);
+    if (count > 1) f(cells[o + CELL.TS_MIN]!, count - 1);
   }
-  return out;
 }

@@ -184,12 +184,15 @@ export class StreamClock {
     bMin.fill(Infinity, 0, nb);
     bMax.fill(-Infinity, 0, nb);
     bN.fill(0, 0, nb);
+    const bucketOf = (t: number): number => Math.floor((t - tmin) / jump);
     const put = (t: number, n: number): void => {
-      const b = Math.floor((t - tmin) / jump);
+      const b = bucketOf(t);
       if (t < bMin[b]!) bMin[b] = t;
       if (t > bMax[b]!) bMax[b] = t;
       bN[b] = bN[b]! + n;
     };
+    // Written out, not eachPoint: this loop runs over every point of every batch, and a visitor
+    // shared by several callers is a call per point that the compiler does not inline.
     for (const p of held) put(p.t, p.n);
     for (let j = 0; j < at.length; j++) {
       const o = at[j]!;
@@ -220,13 +223,13 @@ export class StreamClock {
       let acc = 0;
       for (let b = c + 1; b < nb; b++) acc += bN[b]!;
       // The confirm-th latest record is in bucket c: the (confirm - acc)-th latest of its records.
-      const inC = (t: number): boolean => Math.floor((t - tmin) / jump) === c;
+      const inC = (t: number): boolean => bucketOf(t) === c;
       this.raise(latestRecord(this.#held, cells, at, inC, this.#confirm - acc));
       // The chain from that record takes the rest of bucket c (later, within the bound of its earliest).
       if (bMax[c]! > this.#stream) this.#stream = bMax[c]!;
       stop = chain(c + 1);
     }
-    const rest = stop < nb ? pointsOf(this.#held, cells, at, (t) => Math.floor((t - tmin) / jump) >= stop) : [];
+    const rest = stop < nb ? pointsOf(this.#held, cells, at, (t) => bucketOf(t) >= stop) : [];
     rest.sort((x, y) => x.t - y.t);
     this.#held = rest;
     return true;
