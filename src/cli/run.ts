@@ -3,7 +3,7 @@
 // tests run is what a user runs. A bad option is one line on stderr and status 2, before anything starts.
 import { argvToEnv, configSecrets, helpText, parseConfig, redactDeep, redactedConfig, unknownVariables, unknownVariablesWarning, type Config, type Env } from '../config/index.js';
 import { redactSecrets } from '../config/redact.js';
-import { boundHeapGrowth } from '../config/memory.js';
+import { boundHeapGrowth, deferWorkerCollections } from '../config/memory.js';
 import { versionText } from '../config/version.js';
 import { ConfigError } from '../errors.js';
 import { createLogger } from '../logger.js';
@@ -76,6 +76,8 @@ async function run(argv: readonly string[], env: Env, io: CliIo, secrets: string
   }
   // The main thread's garbage within the memory budget (src/config/memory.ts), before the engine allocates.
   boundHeapGrowth();
+  // Before the pools start: each worker's heap is made with it.
+  deferWorkerCollections(config.workerMaxMemoryMb);
   // Every line this command prints goes through the config's secrets: the log, the summary, errors.
   secrets.push(...configSecrets(config));
   const logger = createLogger(config.logLevel, secrets);
