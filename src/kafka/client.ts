@@ -9,11 +9,13 @@ import { withTimeout } from '../async/index.js';
 import { registerCodecs } from './codecs.js';
 import { patchCoordinatorLookups } from './coordinators.js';
 import { patchRequestQueue } from './request-queue.js';
+import { framedSocketFactory, patchWholeResponses } from './socket.js';
 
 // Before any client exists: every connection's request queue gets it, and every cluster the
 // coordinator lookups that a transactional producer remembers.
 patchRequestQueue();
 patchCoordinatorLookups();
+patchWholeResponses();
 
 const KafkaLogLevel = kafkajs.logLevel;
 
@@ -74,6 +76,8 @@ export function kafkajsConfig(cfg: KafkaConfig, logger: Logger): KafkajsConfig {
     logLevel: KafkaLogLevel.INFO,
     logCreator: kafkaLogCreator(logger),
   };
+  // Plaintext: each response read into a buffer of its own (./framing.ts); TLS: kafkajs's sockets.
+  if (cfg.ssl === null) out.socketFactory = framedSocketFactory;
   if (cfg.ssl !== null) {
     out.ssl = {
       rejectUnauthorized: cfg.ssl.rejectUnauthorized,
