@@ -18,10 +18,17 @@ function frame(rng: Rng, length: number): Buffer {
   return b;
 }
 
-/** Feeds `stream` through a framer in reads of at most `maxRead` bytes (each also bounded by target()). */
-function feed(stream: Buffer, rng: Rng, maxRead: number): Buffer[] {
+interface FeedOptions {
+  /** The framer's own-buffer bound (ResponseFramer's maxOwnBytes). */
+  readonly maxOwnBytes?: number;
+  /** Called after each read with the framer, to look at where the next read goes. */
+  readonly afterRead?: (f: ResponseFramer) => void;
+}
+
+/** Feeds `stream` through a framer in reads of 1..`maxRead` bytes (each also bounded by target()). */
+function feed(stream: Buffer, rng: Rng, maxRead: number, o: FeedOptions = {}): Buffer[] {
   const out: Buffer[] = [];
-  const f = new ResponseFramer((b) => out.push(b));
+  const f = new ResponseFramer((b) => out.push(b), o.maxOwnBytes);
   for (let at = 0; at < stream.length; ) {
     const target = f.target();
     if (target.length === 0) throw new Error('a read without room');
@@ -29,6 +36,7 @@ function feed(stream: Buffer, rng: Rng, maxRead: number): Buffer[] {
     stream.copy(target, 0, at, at + n);
     at += n;
     f.read(n);
+    o.afterRead?.(f);
   }
   return out;
 }
@@ -66,21 +74,13 @@ t.test('a long frame is read into a buffer of its own: one copy of its first rea
   const rng = new Rng(3);
   const big = frame(rng, 1_000_000);
   const before = framingCounts.ownBuffers;
-  const out: Buffer[] = [];
-  const f = new ResponseFramer((b) => out.push(b));
-  let first: Buffer | null = null;
-  for (let at = 0; at < big.length; ) {
-    const target = f.target();
-    const n = Math.min(target.length, big.length - at, 65_536);
-    big.copy(target, 0, at, at + n);
-    at += n;
-    f.read(n);
-    if (first === null) first = f.target();
-  }
+  const targets: Buffer[] = [];
+  const out = feed(big, rng, 65_536, { afterRead: (f) => targets.push(f.target()) });
   t.equal(framingCounts.ownBuffers - before, 1, 'one buffer of its own');
   t.equal(out.length, 1);
   t.ok(out[0]!.equals(big), 'the frame, whole');
-  t.equal(first!.buffer, out[0]!.buffer, 'the reads after the first went into the frame handed over');
+  const inPlace = targets.filter((x) => x.buffer === out[0]!.buffer).length;
+  t.ok(inPlace >= targets.length - 3, `the reads after its length was in went into the frame handed over (${inPlace} of ${targets.length})`);
 });
 
 t.test('a length over the own-buffer bound is passed on as it arrives, and the framing goes on after it', async (t) => {
@@ -97,16 +97,7 @@ t.test('a length over the own-buffer bound is passed on as it arrives, and the f
   const before = frame(rng, 300);
   const over = frame(rng, 5000);
   const after = frame(rng, 500);
-  const got: Buffer[] = [];
-  const f = new ResponseFramer((b) => got.push(b), 1000);
-  const stream = Buffer.concat([before, over, after]);
-  for (let at = 0; at < stream.length; ) {
-    const target = f.target();
-    const n = Math.min(target.length, stream.length - at, 700);
-    stream.copy(target, 0, at, at + n);
-    at += n;
-    f.read(n);
-  }
+  const got = feed(Buffer.concat([before, over, after]), rng, 700, { maxOwnBytes: 1000 });
   t.ok(got[0]!.equals(before), 'the frame before it, whole');
   t.ok(got[got.length - 1]!.equals(after), 'the frame after it, whole');
   const middle = got.slice(1, -1);
