@@ -8,8 +8,8 @@
 // WORKER_MAX_MEMORY_MB at most, 32 MiB; the keys a worker keeps from it are in its heap). Each
 // worker is its heap limit plus its young generation (WORKER_YOUNG_GENERATION_MB: bounded, as V8's own
 // bound is 192 MiB), code and the batches it holds. The rest is the runtime (about 55 MiB of the node
-// binary and libraries, and the main thread's young generation, which V8 grows to two 64 MiB
-// semi-spaces under a steady load and no setting here can bound), the batches in flight and the
+// binary and libraries, and the main thread's young generation: 8 MiB semi-spaces, set by the bin's
+// relaunch, src/config/main-heap.ts; V8 grew them to 64 MiB), the batches in flight and the
 // output buffers. Garbage is bounded by the heap growing factor the process sets for itself
 // (boundHeapGrowth): without it V8 lets the main thread's old generation grow to four times what
 // survived the last full collection, and a flood of new long keys (each one a string the main thread
@@ -17,6 +17,7 @@
 
 import { setFlagsFromString } from 'node:v8';
 import { keyArenaBytes } from '../core/key-arena.js';
+import { isRelaunchFlag } from './main-heap.js';
 
 /** MiB of RSS the process stays under (README "Memory"). */
 export function rssBudgetMb(c: { maxStateMb: number; workerThreads: number; workerMaxMemoryMb: number }): number {
@@ -81,11 +82,13 @@ export function workerInitialOldSpaceMb(workerMaxMemoryMb: number): number {
 
 /**
  * Sets the initial old space of every heap made from now on: the workers', which start after this;
- * the main thread's heap was made at launch and keeps its own. A flag given at launch
- * (`node --initial-old-space-size=N`, which NODE_OPTIONS refuses) is left as it is.
+ * the main thread's heap was made at launch and keeps its own (the bin's relaunch gives it one:
+ * src/config/main-heap.ts). A flag the user gave at launch (`node --initial-old-space-size=N`, which
+ * NODE_OPTIONS refuses) is left as it is.
  */
 export function deferWorkerCollections(workerMaxMemoryMb: number, execArgv: readonly string[] = process.execArgv): boolean {
-  if (execArgv.some((a) => /--initial[-_]old[-_]space[-_]size\b/.test(a))) return false;
+  // The bin's own relaunch flag sized the main heap only; the workers get theirs here.
+  if (execArgv.some((a) => /--initial[-_]old[-_]space[-_]size\b/.test(a) && !isRelaunchFlag(a))) return false;
   setFlagsFromString(`--initial-old-space-size=${workerInitialOldSpaceMb(workerMaxMemoryMb)}`);
   return true;
 }

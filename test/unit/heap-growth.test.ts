@@ -4,6 +4,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { MAIN_HEAP_DEFAULTS, MAIN_HEAP_FLAGS } from '../../src/config/main-heap.js';
 import { boundHeapGrowth, deferWorkerCollections, WORKER_INITIAL_OLD_SPACE_MB, workerInitialOldSpaceMb } from '../../src/config/memory.js';
 
 t.test('a --heap-growing-percent given at launch is kept', async (t) => {
@@ -22,6 +23,9 @@ t.test("a worker's initial old space: WORKER_INITIAL_OLD_SPACE_MB, at most half 
   t.equal(workerInitialOldSpaceMb(17), 8, 'rounded down');
   t.equal(deferWorkerCollections(512, ['--initial-old-space-size=16']), false, 'a launch flag is kept');
   t.equal(deferWorkerCollections(512, ['--initial_old_space_size=16']), false, 'either spelling');
+  // The bin's relaunch sized the main heap with a flag of its own: the workers still get theirs.
+  t.equal(deferWorkerCollections(512, [...MAIN_HEAP_FLAGS]), true, 'the relaunch flag is not a user\'s');
+  t.equal(deferWorkerCollections(512, [`--initial-old-space-size=${MAIN_HEAP_DEFAULTS.initialOldSpaceMb + 1}`]), false);
 });
 
 t.test('a worker made after deferWorkerCollections runs no full collection for its garbage; one made without it does', async (t) => {
