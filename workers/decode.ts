@@ -10,5 +10,5 @@ let rows: RowWorkshop | undefined;
 export default function run(task: DecodeTask | RowsTask): WireResult | RowsWire {
   if (task.kind === 'rows') return (rows ??= new RowWorkshop()).format(task);
   decoder ??= new Decoder(workerData as DecoderSettings);
-  return decoder.decodeBatchCompact(task.buffer, task.offsets, Date.now());
+  return decoder.decodeBatchCompact(task.buffer, task.offsets, Date.now(), task.ends);
 }

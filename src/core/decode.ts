@@ -156,18 +156,19 @@ export class Decoder {
     nowMs: number,
     onRecord: (rec: SampleRecord, msg: number, elem: number, raw: unknown, key: string) => void,
     onReject: (r: Reject) => void,
+    ends?: Uint32Array,
   ): number {
     this.#beginBatch();
-    return this.#each(buf, offsets, nowMs, (rec, msg, elem, raw, leaf) => onRecord(rec, msg, elem, raw, leaf.key), onReject, null);
+    return this.#each(buf, offsets, ends, nowMs, (rec, msg, elem, raw, leaf) => onRecord(rec, msg, elem, raw, leaf.key), onReject, null);
   }
 
   /** With `fast`, a message it accepts reaches onRecord with only rec.value and rec.tsMs set, and raw undefined. */
-  #each(buf: Buffer, offsets: Uint32Array, nowMs: number, onRecord: OnRecord, onReject: (r: Reject) => void, fast: FastPath | null): number {
+  #each(buf: Buffer, offsets: Uint32Array, ends: Uint32Array | undefined, nowMs: number, onRecord: OnRecord, onReject: (r: Reject) => void, fast: FastPath | null): number {
     let records = 0;
     const n = offsets.length - 1;
     for (let i = 0; i < n; i++) {
       const start = offsets[i]!;
-      const end = offsets[i + 1]!;
+      const end = ends === undefined ? offsets[i + 1]! : ends[i]!;
       let learn = false;
       if (fast !== null) {
         const got = fast.scan(buf, start, end, nowMs);
@@ -237,11 +238,11 @@ export class Decoder {
    * seen from this decoder travel. A batch that throws starts a new dictionary, so the two sides never
    * get out of step over ids handed out in a batch whose result was never sent.
    */
-  decodeBatchCompact(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): WireResult {
+  decodeBatchCompact(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number, ends?: Uint32Array): WireResult {
     this.#beginBatch();
     let decoded: { result: DecodeResult; leaves: SeriesLeaf[] };
     try {
-      decoded = this.#decode(Buffer.from(buffer), offsets, nowMs);
+      decoded = this.#decode(Buffer.from(buffer), offsets, ends, nowMs);
     } catch (err) {
       this.#restart();
       throw err;
@@ -259,17 +260,17 @@ export class Decoder {
   }
 
   /** Decode and pre-aggregate a packed batch. */
-  decodeBatch(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number): DecodeResult {
-    return this.decodeBytes(Buffer.from(buffer), offsets, nowMs);
+  decodeBatch(buffer: ArrayBuffer | SharedArrayBuffer, offsets: Uint32Array, nowMs: number, ends?: Uint32Array): DecodeResult {
+    return this.decodeBytes(Buffer.from(buffer), offsets, nowMs, ends);
   }
 
   /** decodeBatch of bytes already in a Buffer (in-thread: the batch's own, read in place). */
-  decodeBytes(buf: Buffer, offsets: Uint32Array, nowMs: number): DecodeResult {
+  decodeBytes(buf: Buffer, offsets: Uint32Array, nowMs: number, ends?: Uint32Array): DecodeResult {
     this.#beginBatch();
-    return this.#decode(buf, offsets, nowMs).result;
+    return this.#decode(buf, offsets, ends, nowMs).result;
   }
 
-  #decode(buf: Buffer, offsets: Uint32Array, nowMs: number): { result: DecodeResult; leaves: SeriesLeaf[] } {
+  #decode(buf: Buffer, offsets: Uint32Array, ends: Uint32Array | undefined, nowMs: number): { result: DecodeResult; leaves: SeriesLeaf[] } {
     const t0 = performance.now();
     const windowMs = this.#settings.windowMs;
     const stamp = ++this.#batchNo;
@@ -291,6 +292,7 @@ export class Decoder {
     const records = this.#each(
       buf,
       offsets,
+      ends,
       nowMs,
       (rec, msg, _elem, _raw, leaf) => {
         if (leaf.stamp !== stamp) {

@@ -70,6 +70,8 @@ export interface DecodeTask {
   readonly buffer: ArrayBuffer | SharedArrayBuffer;
   /** offsets[i]..offsets[i+1] is message i; length = messages + 1. Transferred too. */
   readonly offsets: Uint32Array;
+  /** Where given, message i ends at ends[i] (Batch.ends: the rest up to offsets[i+1] separates it from the next). Transferred too. */
+  readonly ends?: Uint32Array;
 }
 
 /** Where a cell's moments start: they follow its series and window start. */

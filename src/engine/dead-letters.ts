@@ -117,6 +117,7 @@ export class DeadLetterBuilder {
           entries.push(this.message(o, msg, elem, reason, detail, elem >= 0 ? safeStringify(raw) : undefined));
         },
         () => {},
+        o.batch.ends?.subarray(first, last + 1),
       );
     }
     return { entries, found, beyondHorizon };

@@ -549,7 +549,9 @@ function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: Ar
   const data = batch.data;
   const shared = data.buffer instanceof SharedArrayBuffer;
   const offsets = shared ? inBuffer(batch.offsets, data.byteOffset) : batch.offsets.slice();
+  const ends = batch.ends === undefined ? undefined : shared ? inBuffer(batch.ends, data.byteOffset) : batch.ends.slice();
   const transfer: ArrayBuffer[] = [offsets.buffer as ArrayBuffer];
+  if (ends !== undefined) transfer.push(ends.buffer as ArrayBuffer);
   let buffer: ArrayBuffer | SharedArrayBuffer;
   if (shared) buffer = data.buffer;
   else {
@@ -575,6 +577,7 @@ function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: Ar
     lane: batch.lane,
     buffer,
     offsets,
+    ...(ends === undefined ? {} : { ends }),
     nowMs,
     ...(positions === undefined ? {} : { positions }),
     ...(batch.startPosition === undefined ? {} : { startPosition: batch.startPosition }),

@@ -49,21 +49,26 @@ export interface PoolStats {
   readonly utilization: number;
 }
 
-export function pack(batch: Pick<Batch, 'data' | 'offsets'>): DecodeTask {
+export function pack(batch: Pick<Batch, 'data' | 'offsets' | 'ends'>): DecodeTask {
   const data = batch.data;
   // A batch the source built in shared memory (BatchBuilder) is read by the worker in place: nobody
   // writes to it once taken, and the main thread keeps the same bytes for dead letters and retries.
-  if (data.buffer instanceof SharedArrayBuffer) return { kind: 'decode', buffer: data.buffer, offsets: inBuffer(batch.offsets, data.byteOffset) };
+  if (data.buffer instanceof SharedArrayBuffer) {
+    const offsets = inBuffer(batch.offsets, data.byteOffset);
+    return batch.ends === undefined ? { kind: 'decode', buffer: data.buffer, offsets } : { kind: 'decode', buffer: data.buffer, offsets, ends: inBuffer(batch.ends, data.byteOffset) };
+  }
   // Otherwise one copy into a fresh ArrayBuffer that can be moved to the worker; the batch's own bytes
   // stay here so a crashed worker loses nothing.
   const buffer = new ArrayBuffer(data.length);
   new Uint8Array(buffer).set(data);
-  return { kind: 'decode', buffer, offsets: batch.offsets.slice() };
+  return batch.ends === undefined ? { kind: 'decode', buffer, offsets: batch.offsets.slice() } : { kind: 'decode', buffer, offsets: batch.offsets.slice(), ends: batch.ends.slice() };
 }
 
 function transferList(task: DecodeTask): ArrayBuffer[] {
-  const offsets = task.offsets.buffer as ArrayBuffer;
-  return task.buffer instanceof SharedArrayBuffer ? [offsets] : [task.buffer, offsets];
+  const moved = [task.offsets.buffer as ArrayBuffer];
+  if (task.ends !== undefined) moved.push(task.ends.buffer as ArrayBuffer);
+  if (!(task.buffer instanceof SharedArrayBuffer)) moved.push(task.buffer);
+  return moved;
 }
 
 export class DecodePool {
@@ -165,7 +170,7 @@ export class DecodePool {
           if (this.#inline !== null) {
             const t = performance.now();
             // In-thread the batch's own bytes are read in place: nothing to move, so nothing to copy.
-            const result = this.#inline.decodeBytes(batch.data, batch.offsets, nowMs);
+            const result = this.#inline.decodeBytes(batch.data, batch.offsets, nowMs, batch.ends);
             return { kind: 'ok', result, waitSeconds: 0, runSeconds: (performance.now() - t) / 1000 };
           }
           const task = pack(batch);

@@ -16,7 +16,7 @@
 // The lane does no I/O and holds no promise: what orders its batches and writes is its host's (the
 // engine), so the lane's state can move to the worker that owns it (LANE_STATE=worker: ./owner.ts)
 // without changing what it does. Pure, like the rest of src/windows, so a worker may import it.
-import { messageCount, type Batch } from '../core/batch.js';
+import { messageCount, messageRange, type Batch } from '../core/batch.js';
 import type { DecodeResult } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import { WindowStore, type ApplyOutcome, type ClosedBy, type ClosedCells } from './store.js';
@@ -251,14 +251,13 @@ export function replaySplitAt(positions: ArrayLike<string | number> | undefined,
 
 /** Messages lo..hi of a batch as a batch of their own (same lane and seq; positions follow). */
 export function subBatch(b: Batch, lo: number, hi: number): Batch {
-  const base = b.offsets[lo]!;
-  const offsets = new Uint32Array(hi - lo + 1);
-  for (let i = lo; i <= hi; i++) offsets[i - lo] = b.offsets[i]! - base;
+  const r = messageRange(b.offsets, b.ends, lo, hi);
   const part: Batch = {
     lane: b.lane,
     seq: b.seq,
-    data: b.data.subarray(base, b.offsets[hi]!),
-    offsets,
+    data: b.data.subarray(r.base, r.end),
+    offsets: r.offsets,
+    ...(r.ends === undefined ? {} : { ends: r.ends }),
     ...(b.positions === undefined ? {} : { positions: b.positions.slice(lo, hi) }),
     ...(b.keys === undefined ? {} : { keys: b.keys.slice(lo, hi) }),
     ...(b.startPosition === undefined || b.positions === undefined ? {} : { startPosition: Number(b.positions[lo]) }),

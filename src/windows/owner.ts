@@ -5,7 +5,7 @@
 // holds the batch's bytes). The tasks and replies are the main <-> owner messages (the decode pool's
 // are in ../core/messages.ts; these name the commit contracts, which src/core may not).
 // Pure, like the rest of src/windows: the worker entry (workers/lanes.ts) only hands tasks to it.
-import { BatchBuilder } from '../core/batch.js';
+import { BatchBuilder, messageRange } from '../core/batch.js';
 import { Decoder } from '../core/decode.js';
 import { LanePoints, type GeneratedLane } from '../core/generator.js';
 import type { DecoderSettings, Reject, RowSettings, RowsWire } from '../core/messages.js';
@@ -52,6 +52,8 @@ export type OwnerTask =
       /** The batch's bytes from offset 0 (moved, or shared memory read in place) and its offsets. */
       readonly buffer: ArrayBuffer | SharedArrayBuffer;
       readonly offsets: Uint32Array;
+      /** Each message's end where a separator follows it (Batch.ends). */
+      readonly ends?: Uint32Array;
       readonly nowMs: number;
       /** Each message's position (a positioned source), for the parts of a bisected batch. */
       readonly positions?: Float64Array;
@@ -241,18 +243,16 @@ export class LaneOwner {
    * partly replay (below the restored applied end) is applied as two parts first, as Lane.replaySplit
    * says: the replay rebuilds kept windows silently, the new records amend them.
    */
-  #apply(lane: Lane, data: Buffer, task: Pick<Extract<OwnerTask, { kind: 'apply' }>, 'offsets' | 'nowMs' | 'positions' | 'startPosition' | 'endPosition' | 'lastTimestampMs'>): PartOutcome[] {
+  #apply(lane: Lane, data: Buffer, task: Pick<Extract<OwnerTask, { kind: 'apply' }>, 'offsets' | 'ends' | 'nowMs' | 'positions' | 'startPosition' | 'endPosition' | 'lastTimestampMs'>): PartOutcome[] {
     const n = task.offsets.length - 1;
     const out: PartOutcome[] = [];
     const restoredEnd = lane.restored.appliedEnd ?? -Infinity;
     const part = (lo: number, hi: number, prefix: string): void => {
-      const base = task.offsets[lo]!;
-      const offsets = new Uint32Array(hi - lo + 1);
-      for (let i = lo; i <= hi; i++) offsets[i - lo] = task.offsets[i]! - base;
+      const r = messageRange(task.offsets, task.ends, lo, hi);
       const t = performance.now();
       let result;
       try {
-        result = this.#decoder.decodeBytes(data.subarray(base, task.offsets[hi]!), offsets, task.nowMs);
+        result = this.#decoder.decodeBytes(data.subarray(r.base, r.end), r.offsets, task.nowMs, r.ends);
       } catch (err) {
         if (hi - lo > 1) {
           const mid = lo + Math.floor((hi - lo) / 2);

@@ -1,7 +1,9 @@
 // BatchBuilder writes messages in parts into shared memory; the generator source uses it to write each
 // point without building its string. The bytes must be exactly what the strings would have been.
 import t from 'tap';
-import { BatchBuilder } from '../../src/core/batch.js';
+import { BatchBuilder, messageBytes, messageRange } from '../../src/core/batch.js';
+import { Decoder } from '../../src/core/decode.js';
+import { settings } from '../fixtures/gen.js';
 import { GeneratorSource, generatePoints } from '../../src/sources/generator.js';
 
 t.test('appendUint writes integers as JSON does; anything else falls back to String()', async (t) => {
@@ -53,4 +55,109 @@ t.test('long parts (copied natively) and Latin-1 strings, across growth of the b
   }
   const { data, offsets } = b.take();
   t.same(want.map((_, i) => data.toString('latin1', offsets[i], offsets[i + 1])), want);
+});
+
+/** Spans of src's trimmed, non-empty lines, as the splitter reports them. */
+function lineSpans(src: Buffer): Int32Array {
+  const out: number[] = [];
+  let s = 0;
+  for (let nl = src.indexOf(10); nl !== -1; s = nl + 1, nl = src.indexOf(10, s)) {
+    let a = s;
+    let e = nl;
+    while (a < e && (src[a] === 0x20 || src[a] === 0x0d)) a++;
+    while (e > a && (src[e - 1] === 0x20 || src[e - 1] === 0x0d)) e--;
+    if (e > a) out.push(a, e);
+  }
+  return Int32Array.from(out);
+}
+
+t.test('pushSpans copies a run of lines at once: each message is its line, what separates them is no message\'s', async (t) => {
+  const src = Buffer.from('  {"a":1}\r\n\n {"bb":22}  \n{"ccc":333}\n\n   \n{"d":4}\n');
+  const spans = lineSpans(src);
+  const b = new BatchBuilder(4);
+  b.pushString('{"before":0}');
+  t.equal(b.pushSpans(src, spans, 0, spans.length, 100, 1 << 20), spans.length, 'the whole run');
+  b.pushString('{"after":5}');
+  const batch = b.take();
+  const want = ['{"before":0}', '{"a":1}', '{"bb":22}', '{"ccc":333}', '{"d":4}', '{"after":5}'];
+  t.same(want.map((_, i) => messageBytes(batch, i).toString()), want);
+  t.ok(batch.ends !== undefined, 'ends given');
+  t.ok(batch.data.length > want.join('').length, 'the separators were copied with the run');
+  for (let i = 0; i < want.length; i++) {
+    t.ok(batch.offsets[i]! <= batch.ends![i]! && batch.ends![i]! <= batch.offsets[i + 1]!, `message ${i} inside its slot`);
+    t.match(batch.data.toString('latin1', batch.ends![i]!, batch.offsets[i + 1]!), /^\s*$/, `only whitespace after message ${i}`);
+  }
+  t.equal(batch.offsets[want.length], batch.data.length);
+  const next = b.take();
+  t.equal(next.ends, undefined, 'a batch without a run has no ends');
+});
+
+t.test('pushSpans stops at maxCount or maxBytes and the next call goes on where it stopped', async (t) => {
+  const lines = Array.from({ length: 50 }, (_, i) => `{"i":${i},"pad":"${'x'.repeat(i % 7)}"}`);
+  const src = Buffer.from(lines.map((l, i) => (i % 3 === 0 ? `  ${l}\r\n` : `${l}\n\n`)).join(''));
+  const spans = lineSpans(src);
+  for (const [maxCount, maxBytes] of [[7, 1 << 20], [1000, 100], [1, 1], [3, 64]] as const) {
+    const b = new BatchBuilder(16);
+    const got: string[] = [];
+    let batches = 0;
+    for (let k = 0; k < spans.length; ) {
+      k = b.pushSpans(src, spans, k, spans.length, maxCount, maxBytes);
+      if (b.count >= maxCount || b.bytes >= maxBytes || k >= spans.length) {
+        const batch = b.take();
+        batches++;
+        const n = batch.offsets.length - 1;
+        t.ok(n <= maxCount, `at most ${maxCount} messages`);
+        // A batch over maxBytes (of messages) only by its last one: the check is push, then test.
+        let before = 0;
+        for (let i = 0; i + 1 < n; i++) before += batch.ends![i]! - batch.offsets[i]!;
+        t.ok(before < maxBytes, 'full only by its last message');
+        for (let i = 0; i < n; i++) got.push(messageBytes(batch, i).toString());
+      }
+    }
+    t.same(got, lines, `maxCount ${maxCount} maxBytes ${maxBytes}: every line once, in order (${batches} batches)`);
+  }
+});
+
+t.test('messageRange: a part of a batch with ends reads the same messages, without the separator after its last', async (t) => {
+  const src = Buffer.from('{"a":1}\n  {"b":2}\r\n{"c":3}\n\n{"d":4}\n');
+  const spans = lineSpans(src);
+  const b = new BatchBuilder(4);
+  b.pushSpans(src, spans, 0, spans.length, 100, 1 << 20);
+  const batch = b.take();
+  for (let lo = 0; lo < 4; lo++) {
+    for (let hi = lo + 1; hi <= 4; hi++) {
+      const r = messageRange(batch.offsets, batch.ends, lo, hi);
+      const part = { data: batch.data.subarray(r.base, r.end), offsets: r.offsets, ...(r.ends === undefined ? {} : { ends: r.ends }) };
+      const msgs = Array.from({ length: hi - lo }, (_, i) => messageBytes(part, i).toString());
+      t.same(msgs, Array.from({ length: hi - lo }, (_, i) => messageBytes(batch, lo + i).toString()), `${lo}..${hi}`);
+      t.equal(part.offsets[hi - lo], part.data.length, 'the part ends with its last message');
+    }
+  }
+  const plain = new BatchBuilder(4);
+  for (const m of ['{"x":1}', '{"y":2}']) plain.pushString(m);
+  const p = plain.take();
+  const r = messageRange(p.offsets, p.ends, 1, 2);
+  t.same([r.base, r.end, [...r.offsets], r.ends], [7, 14, [0, 7], undefined], 'a batch without ends: a part without ends');
+});
+
+t.test('the decoder reads messages with separators between them as it reads them back to back', async (t) => {
+  const lines = Array.from({ length: 200 }, (_, i) => JSON.stringify({ metric: { name: `m${i % 9}`, dimensions: { host: `h${i % 4}` }, timestamp: 1_700_000_000_000 + i * 1000, value: i / 7 } }));
+  lines[17] = '{"metric": broken';
+  lines[40] = '  ';
+  const src = Buffer.from(lines.map((l, i) => (i % 2 === 0 ? `${l}\n` : `${l} \r\n \n`)).join(''));
+  const spans = lineSpans(src);
+  const gapped = new BatchBuilder(64);
+  gapped.pushSpans(src, spans, 0, spans.length, 1000, 1 << 24);
+  const g = gapped.take();
+  const plain = new BatchBuilder(64);
+  for (let k = 0; k < spans.length; k += 2) plain.push(src, spans[k]!, spans[k + 1]!);
+  const p = plain.take();
+  t.ok(g.ends !== undefined && p.ends === undefined);
+  const a = new Decoder(settings()).decodeBytes(g.data, g.offsets, 1_700_000_500_000, g.ends);
+  const b = new Decoder(settings()).decodeBytes(p.data, p.offsets, 1_700_000_500_000);
+  t.same({ ...a, decodeSeconds: 0 }, { ...b, decodeSeconds: 0 }, 'the same result, rejects and their message indexes included');
+  t.equal(a.ok, 198);
+  // Without ends the separators would be read as part of the messages: the fast scanner's exact
+  // end check is what ends spare.
+  t.not(g.data.length, p.data.length);
 });

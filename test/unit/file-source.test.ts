@@ -49,8 +49,10 @@ function checkBatches(t: TapTest, batches: readonly SourceBatch[], opts: StreamS
       if (o[i + 1] === o[i]) problems.push(`batch ${k}: empty message at ${i}`);
     }
     if (n > opts.batchSize) problems.push(`batch ${k}: ${n} messages > batchSize ${opts.batchSize}`);
-    // "A batch is cut once it holds BATCH_MAX_BYTES": only the last message may take it over the limit.
-    const beforeLast = o[n - 1] ?? 0;
+    // "A batch is cut once it holds BATCH_MAX_BYTES" of messages (not what separates them: Batch.ends):
+    // only the last message may take it over the limit.
+    let beforeLast = 0;
+    for (let i = 0; i + 1 < n; i++) beforeLast += (b.ends?.[i] ?? o[i + 1]!) - o[i]!;
     if (beforeLast >= opts.batchMaxBytes) problems.push(`batch ${k}: ${beforeLast} bytes before its last message >= batchMaxBytes`);
     if (b.data.length > opts.batchMaxBytes + opts.maxMessageBytes + 1) problems.push(`batch ${k}: ${b.data.length} bytes`);
     // Every batch but the last was cut for a reason.
@@ -267,7 +269,7 @@ t.test('StreamSource.stdin reads NDJSON and arrays from standard input (child pr
     const out = { describe: src.describe, batches: [], msgs: [] };
     for await (const b of src.batches()) {
       out.batches.push(b.offsets.length - 1);
-      for (let i = 0; i + 1 < b.offsets.length; i++) out.msgs.push(b.data.subarray(b.offsets[i], b.offsets[i + 1]).toString('utf8'));
+      for (let i = 0; i + 1 < b.offsets.length; i++) out.msgs.push(b.data.subarray(b.offsets[i], b.ends ? b.ends[i] : b.offsets[i + 1]).toString('utf8'));
     }
     out.progress = src.progress();
     process.stdout.write(JSON.stringify(out));
