@@ -160,32 +160,39 @@ export class BatchBuilder {
     if (from >= to) return from;
     const offsets = this.#offsets;
     const ends = (this.#ends ??= offsets.slice(1));
-    const len = this.#len;
-    const first = spans[from]!;
-    // Where the run goes in the batch: position p of src is at p + shift.
-    const shift = len - first;
     let count = offsets.length - 1;
-    let between = this.#between;
     let k = from;
-    while (k < to) {
-      const end = spans[k + 1]!;
-      k += 2;
-      ends.push(end + shift);
-      // The next message starts where this one's separator ends; the run's last one ends at its end.
-      const next = k < to ? spans[k]! : end;
-      if (++count >= maxCount || end + shift - between >= maxBytes) {
-        offsets.push(end + shift);
-        break;
+    for (;;) {
+      // One run: messages whose separators are short, copied at once. A long separator (a megabyte of
+      // blank lines between two records) ends the run instead of filling the batch with whitespace.
+      const first = spans[k]!;
+      const len = this.#len;
+      // Where the run goes in the batch: position p of src is at p + shift.
+      const shift = len - first;
+      let between = this.#between;
+      let full = false;
+      let last = first;
+      while (k < to) {
+        const end = spans[k + 1]!;
+        k += 2;
+        ends.push(end + shift);
+        full = ++count >= maxCount || end + shift - between >= maxBytes;
+        // The next message starts where this one's separator ends; the run's last one ends at its end.
+        const next = k < to ? spans[k]! : -1;
+        if (full || next < 0 || next - end > MAX_SEPARATOR_BYTES) {
+          offsets.push(end + shift);
+          last = end;
+          break;
+        }
+        offsets.push(next + shift);
+        between += next - end;
       }
-      offsets.push(next + shift);
-      between += next - end;
+      this.#reserve(last - first);
+      Buffer.prototype.copy.call(src, this.#buf, len, first, last);
+      this.#len = len + (last - first);
+      this.#between = between;
+      if (full || k >= to) return k;
     }
-    this.#between = between;
-    const last = spans[k - 1]!;
-    this.#reserve(last - first);
-    Buffer.prototype.copy.call(src, this.#buf, len, first, last);
-    this.#len = len + (last - first);
-    return k;
   }
 
   pushString(s: string): void {
@@ -292,6 +299,9 @@ function writeSmall(buf: Buffer, pos: number, n: number): number {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Bytes between two messages that pushSpans copies with them at most (a line break, indentation); a longer gap ends the run. */
+export const MAX_SEPARATOR_BYTES = 64;
 
 function sharedBuffer(bytes: number): Buffer {
   return Buffer.from(new SharedArrayBuffer(bytes));

@@ -1,7 +1,7 @@
 // BatchBuilder writes messages in parts into shared memory; the generator source uses it to write each
 // point without building its string. The bytes must be exactly what the strings would have been.
 import t from 'tap';
-import { BatchBuilder, messageBytes, messageRange } from '../../src/core/batch.js';
+import { BatchBuilder, MAX_SEPARATOR_BYTES, messageBytes, messageRange } from '../../src/core/batch.js';
 import { Decoder } from '../../src/core/decode.js';
 import { settings } from '../fixtures/gen.js';
 import { GeneratorSource, generatePoints } from '../../src/sources/generator.js';
@@ -160,4 +160,17 @@ t.test('the decoder reads messages with separators between them as it reads them
   // Without ends the separators would be read as part of the messages: the fast scanner's exact
   // end check is what ends spare.
   t.not(g.data.length, p.data.length);
+});
+
+t.test('a long gap between lines is not copied: a file of records apart by a megabyte of blanks keeps small batches', async (t) => {
+  const gap = ' '.repeat(70_000);
+  const lines = Array.from({ length: 12 }, (_, i) => `{"i":${i}}`);
+  const src = Buffer.from(lines.map((l, i) => `${l}${i % 2 === 0 ? `\n${gap}\n\n` : '\r\n'}`).join(''));
+  const spans = lineSpans(src);
+  const b = new BatchBuilder(16);
+  t.equal(b.pushSpans(src, spans, 0, spans.length, 1000, 1 << 20), spans.length);
+  const batch = b.take();
+  t.same(lines.map((_, i) => messageBytes(batch, i).toString()), lines);
+  const messageBytesAll = lines.join('').length;
+  t.ok(batch.data.length <= messageBytesAll + lines.length * MAX_SEPARATOR_BYTES, `${batch.data.length} bytes for ${messageBytesAll} of messages`);
 });
