@@ -164,14 +164,26 @@ export class CopyTupleWriter {
     const o = i * STAT.STRIDE;
     const s = c.stats;
     const ws = c.starts[i]!;
+    const count = s[o + STAT.COUNT]!;
+    const q = c.quality;
+    // Times of years 1970 to 9999 are written and read back as they are (toISOString, #eventMs): only
+    // a time outside them, or a count or revision that is not a whole number, needs the checks below,
+    // which made a Date, its text and a parse of it for every row (a fifth of an owner's work on
+    // Kafka -> PostgreSQL).
+    const t0 = s[o + STAT.TS_MIN]!;
+    const t1 = s[o + STAT.TS_MAX]!;
+    if (
+      ws >= 0 && ws <= ISO_FIXED_MAX_MS && t0 >= 0 && t0 <= ISO_FIXED_MAX_MS && t1 >= 0 && t1 <= ISO_FIXED_MAX_MS &&
+      Number.isSafeInteger(count) && count >= 0 && (q === null || (Number.isSafeInteger(q.revision[i]!) && q.revision[i]! >= 0))
+    ) {
+      return null;
+    }
     if (!Number.isFinite(isoMs(new Date(ws).toISOString()))) return `period_start ${JSON.stringify(new Date(ws).toISOString().slice(0, 40))} is not an ISO 8601 timestamp`;
     for (const [what, t] of [['duration_start', s[o + STAT.TS_MIN]!], ['duration_end', s[o + STAT.TS_MAX]!]] as const) {
       const { ms, text } = this.#eventMs(t);
       if (!Number.isFinite(ms)) return `${what} ${JSON.stringify(String(text).slice(0, 40))} is not an ISO 8601 timestamp`;
     }
-    const count = s[o + STAT.COUNT]!;
     if (!Number.isSafeInteger(count) || count < 0) return `count ${count} is not a whole number of points`;
-    const q = c.quality;
     if (q !== null) {
       const r = q.revision[i]!;
       if (!Number.isSafeInteger(r) || r < 0) return `revision ${r} is not a whole number`;
