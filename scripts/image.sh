@@ -257,9 +257,12 @@ check_tini_uid() {
       [ "$(sed -n "s/^PPid:[[:space:]]*//p" $d/status 2>/dev/null)" = 1 ] || continue
       echo "$(uid $d) ${d#/proc/} $(tr "\0" " " < $d/cmdline)"
     done') || { echo "podman exec failed: $out"; return 1; }
-  local pid1 node; pid1=$(sed -n 1p <<<"$out"); node=$(grep -m1 ' node dist/src/cli.js' <<<"$out")
+  # The bin starts node once more in the same process with the main heap's flags (src/config/main-heap.ts):
+  # the child's command line is then node's absolute path, those flags and the script's absolute path.
+  local pid1 node; pid1=$(sed -n 1p <<<"$out"); node=$(grep -m1 -E '^[0-9]+ [0-9]+ [^ ]*node( --[^ ]+)* [^ ]*dist/src/cli\.js' <<<"$out")
   [ "$pid1" = "tini 1000" ] || { echo "PID 1 is \"$pid1\" (comm uid), not tini as 1000"; return 1; }
   [[ "$node" == "1000 "* ]] || { echo "no node dist/src/cli.js child of tini running as 1000: $out"; return 1; }
+  [[ "$node" == *" --initial-old-space-size=64 --max-semi-space-size=8 "* ]] || { echo "the engine runs without the main heap's flags: $node"; return 1; }
   read -r _ pid cmd <<<"$node"
   echo "PID 1 tini uid 1000; its child $pid, uid 1000: $cmd"
 }
