@@ -83,6 +83,18 @@ export function inBuffer(offsets: Uint32Array, byteOffset: number): Uint32Array 
   return out;
 }
 
+/**
+ * The batch's offsets and ends as copies that can move to a worker: counted from the start of the
+ * batch's buffer where the worker reads that buffer in place (shared memory), else from the batch's
+ * first byte (its bytes are copied into a buffer of their own).
+ */
+export function movableOffsets(b: Pick<Batch, 'data' | 'offsets' | 'ends'>, inPlace: boolean): { offsets: Uint32Array; ends?: Uint32Array } {
+  const at = b.data.byteOffset;
+  const offsets = inPlace ? inBuffer(b.offsets, at) : b.offsets.slice();
+  if (b.ends === undefined) return { offsets };
+  return { offsets, ends: inPlace ? inBuffer(b.ends, at) : b.ends.slice() };
+}
+
 export function messageCount(b: Pick<Batch, 'offsets'>): number {
   return b.offsets.length - 1;
 }

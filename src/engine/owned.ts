@@ -14,7 +14,7 @@
 // (a file, the generator, Redis), or a lane keeps losing its owner replaying from one point, the
 // engine stops with STREAMSTATS_LANE_OWNER_LOST and the restart resumes every lane from its commit point.
 import { Gate } from '../async/index.js';
-import { inBuffer, messageCount, type Batch } from '../core/batch.js';
+import { messageCount, movableOffsets, type Batch } from '../core/batch.js';
 import type { GeneratedLane } from '../core/generator.js';
 import type { DecodeResult, RejectReason } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
@@ -548,8 +548,7 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
 function applyTask(batch: Batch, nowMs: number): { task: OwnerTask; transfer: ArrayBuffer[] } {
   const data = batch.data;
   const shared = data.buffer instanceof SharedArrayBuffer;
-  const offsets = shared ? inBuffer(batch.offsets, data.byteOffset) : batch.offsets.slice();
-  const ends = batch.ends === undefined ? undefined : shared ? inBuffer(batch.ends, data.byteOffset) : batch.ends.slice();
+  const { offsets, ends } = movableOffsets(batch, shared);
   const transfer: ArrayBuffer[] = [offsets.buffer as ArrayBuffer];
   if (ends !== undefined) transfer.push(ends.buffer as ArrayBuffer);
   let buffer: ArrayBuffer | SharedArrayBuffer;

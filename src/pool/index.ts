@@ -4,7 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Decoder } from '../core/decode.js';
-import { inBuffer, type Batch } from '../core/batch.js';
+import { movableOffsets, type Batch } from '../core/batch.js';
 import type { DecodeResult, DecodeTask, DecoderSettings, RowsTask, RowsWire, WireResult } from '../core/messages.js';
 import { SeriesDictionaries } from './dictionary.js';
 import { KeyArena, keyArenaBytes } from '../core/key-arena.js';
@@ -53,15 +53,12 @@ export function pack(batch: Pick<Batch, 'data' | 'offsets' | 'ends'>): DecodeTas
   const data = batch.data;
   // A batch the source built in shared memory (BatchBuilder) is read by the worker in place: nobody
   // writes to it once taken, and the main thread keeps the same bytes for dead letters and retries.
-  if (data.buffer instanceof SharedArrayBuffer) {
-    const offsets = inBuffer(batch.offsets, data.byteOffset);
-    return batch.ends === undefined ? { kind: 'decode', buffer: data.buffer, offsets } : { kind: 'decode', buffer: data.buffer, offsets, ends: inBuffer(batch.ends, data.byteOffset) };
-  }
+  if (data.buffer instanceof SharedArrayBuffer) return { kind: 'decode', buffer: data.buffer, ...movableOffsets(batch, true) };
   // Otherwise one copy into a fresh ArrayBuffer that can be moved to the worker; the batch's own bytes
   // stay here so a crashed worker loses nothing.
   const buffer = new ArrayBuffer(data.length);
   new Uint8Array(buffer).set(data);
-  return batch.ends === undefined ? { kind: 'decode', buffer, offsets: batch.offsets.slice() } : { kind: 'decode', buffer, offsets: batch.offsets.slice(), ends: batch.ends.slice() };
+  return { kind: 'decode', buffer, ...movableOffsets(batch, false) };
 }
 
 function transferList(task: DecodeTask): ArrayBuffer[] {
