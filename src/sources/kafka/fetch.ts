@@ -7,7 +7,7 @@ import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE } from '../../kafka/codecs.js'
 import { PackedKeys } from '../../core/batch.js';
 import type { BufferRecycler } from '../recycle.js';
 import type { SourceBatch } from '../types.js';
-import { FastRecord } from './records.js';
+import { FastRecord, type RecordRun } from './records.js';
 
 export interface FetchCutOptions {
   /** Messages per batch handed to the pool. */
@@ -27,7 +27,17 @@ export interface FetchCutOptions {
 export interface Fetched {
   readonly messages: readonly KafkaMessage[];
   lastOffset(): string;
+  /** A batch of a record run (./batch.ts): its messages are run's records from runFrom on. */
+  readonly run?: RecordRun;
+  readonly runFrom?: number;
 }
+
+/**
+ * Bytes between two values of a record set (the next record's framing and key) below which the two
+ * are copied in one copy, framing and all (Batch.ends marks where each value ends): a copy a value
+ * cost more than copying a few hundred bytes more.
+ */
+export const MAX_RUN_GAP = 512;
 
 /** A stand-in for a record of a compressed batch refused by the decompression bound (kafka/codecs.ts). */
 function isRefused(m: KafkaMessage): boolean {
@@ -42,6 +52,7 @@ function packedLength(m: KafkaMessage, cap: number): number {
 }
 
 export function cutFetch(lane: number, fetched: Fetched, o: FetchCutOptions): SourceBatch[] {
+  if (fetched.run !== undefined) return cutRun(lane, fetched.run, fetched.runFrom ?? 0, o);
   const out: SourceBatch[] = [];
   const msgs = fetched.messages;
   const cap = o.maxMessageBytes === undefined ? Infinity : o.maxMessageBytes + 1;
@@ -145,4 +156,124 @@ function pack(lane: number, msgs: readonly KafkaMessage[], lo: number, hi: numbe
     ...(oversized === null ? {} : { oversized }),
   };
   return o.recycler === undefined ? batch : o.recycler.track(batch);
+}
+
+/** cutFetch for a record run: records from..count, cut where cutFetch cuts, values copied in runs. */
+function cutRun(lane: number, run: RecordRun, from: number, o: FetchCutOptions): SourceBatch[] {
+  const out: SourceBatch[] = [];
+  const cap = o.maxMessageBytes === undefined ? Infinity : o.maxMessageBytes + 1;
+  const len = run.valueLen;
+  for (let lo = from; lo < run.count; ) {
+    let hi = lo;
+    let bytes = 0;
+    do {
+      const n = len[hi++]!;
+      bytes += n > cap ? cap : n > 0 ? n : 0;
+    } while (hi < run.count && hi - lo < o.batchSize && bytes < o.batchMaxBytes);
+    // As cutFetch: a batch ends where the next one starts (a compacted log's gap included).
+    out.push(packRun(lane, run, lo, hi, hi < run.count ? run.positions[hi]! : run.positions[hi - 1]! + 1, o));
+    lo = hi;
+  }
+  return out;
+}
+
+/**
+ * Records lo..hi of a run in one shared buffer: each stretch of values whose gaps are under
+ * MAX_RUN_GAP is one copy, gaps included (ends says where each value ends); a value over
+ * maxMessageBytes is cut as cutFetch cuts it, and ends its stretch.
+ */
+function packRun(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, o: FetchCutOptions): SourceBatch {
+  const count = hi - lo;
+  const offsets = new Uint32Array(count + 1);
+  const ends = new Uint32Array(count);
+  const maxMessageBytes = o.maxMessageBytes ?? Infinity;
+  const valueAt = run.valueAt;
+  const valueLen = run.valueLen;
+  if (run.set.buffer instanceof SharedArrayBuffer && inPlace(run, lo, hi, maxMessageBytes)) {
+    // The response was read into shared memory (kafka/framing.ts) that nobody writes to again: the
+    // batch is a view of it, read in place by the worker as a BatchBuilder's batch is, and nothing is
+    // copied.
+    const base = valueAt[lo]!;
+    let size = 0;
+    for (let i = lo; i < hi; i++) {
+      const v = valueLen[i]!;
+      const at = valueAt[i]! - base;
+      offsets[i - lo] = at;
+      size = at + (v > 0 ? v : 0);
+      ends[i - lo] = size;
+    }
+    offsets[count] = size;
+    return runBatch(lane, run, lo, hi, endPosition, run.set.subarray(base, base + size), offsets, ends, null);
+  }
+  // The copies as [from, to) ranges of the set, worked out before the buffer is made at its size.
+  const copies: number[] = [];
+  let oversized: Map<number, { bytes: number }> | null = null;
+  let size = 0;
+  let from = -1;
+  let to = -1;
+  for (let i = lo; i < hi; i++) {
+    const at = valueAt[i]!;
+    const v = valueLen[i]!;
+    let n = v > 0 ? v : 0;
+    if (n > maxMessageBytes) {
+      (oversized ??= new Map()).set(i - lo, { bytes: n });
+      n = maxMessageBytes + 1;
+    }
+    if (to >= 0 && at >= to && at - to <= MAX_RUN_GAP) {
+      size += at - to;
+    } else {
+      if (to >= 0) copies.push(from, to);
+      from = at;
+    }
+    offsets[i - lo] = size;
+    size += n;
+    ends[i - lo] = size;
+    to = at + n;
+    // A cut value's rest is not copied: the next value starts a copy of its own.
+    if (n !== v && v > 0) {
+      copies.push(from, to);
+      to = -1;
+    }
+  }
+  if (to >= 0) copies.push(from, to);
+  offsets[count] = size;
+  const data = (o.recycler === undefined ? Buffer.from(new SharedArrayBuffer(size)) : o.recycler.allocate(size)).subarray(0, size);
+  for (let c = 0, at = 0; c < copies.length; c += 2) at += run.set.copy(data, at, copies[c]!, copies[c + 1]!);
+  const batch = runBatch(lane, run, lo, hi, endPosition, data, offsets, ends, oversized);
+  return o.recycler === undefined ? batch : o.recycler.track(batch);
+}
+
+/**
+ * Whether records lo..hi may be a view of the response: not where a value is over maxMessageBytes,
+ * since the view would keep the whole value (and the response) while the batch waits, where a cut
+ * copy keeps maxMessageBytes + 1 bytes and lets the response go.
+ */
+function inPlace(run: RecordRun, lo: number, hi: number, maxMessageBytes: number): boolean {
+  if (maxMessageBytes === Infinity) return true;
+  const len = run.valueLen;
+  for (let i = lo; i < hi; i++) if (len[i]! > maxMessageBytes) return false;
+  return true;
+}
+
+/** The batch of records lo..hi of a run whose values data holds (offsets, ends). */
+function runBatch(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, data: Buffer, offsets: Uint32Array, ends: Uint32Array, oversized: Map<number, { bytes: number }> | null): SourceBatch {
+  const count = hi - lo;
+  let keyed = false;
+  const keyLen = run.keyLen;
+  for (let i = lo; i < hi && !keyed; i++) keyed = keyLen[i] !== -1;
+  const positions = run.positions.slice(lo, hi);
+  const batch: SourceBatch = {
+    lane,
+    data,
+    offsets,
+    ends,
+    positions,
+    ...(keyed ? { keys: new PackedKeys(run.set, run.keyAt.slice(lo, hi), keyLen.slice(lo, hi)) } : {}),
+    startPosition: positions[0]!,
+    endPosition,
+    firstTimestampMs: run.timestampMs(lo),
+    lastTimestampMs: run.timestampMs(hi - 1),
+    ...(oversized === null ? {} : { oversized }),
+  };
+  return batch;
 }

@@ -125,7 +125,7 @@ export class FastRecord {
 Object.defineProperty(FastRecord.prototype, 'isControlRecord', { value: false });
 
 /** Counts of batches and records by path, for the tests (a fast path that never runs tests nothing). */
-export const recordPaths = { fastBatches: 0, kafkajsBatches: 0, kafkajsRecords: 0 };
+export const recordPaths = { fastBatches: 0, kafkajsBatches: 0, kafkajsRecords: 0, runs: 0 };
 
 /** The read position of varInt and varLong: a module variable, not an object per record. */
 let pos = 0;
@@ -262,6 +262,191 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): number {
   return DECODED;
 }
 
+/**
+ * One partition's record set as columns: what FastRecords would hold, record by record, without an
+ * object per record. Made only where every record of the set takes the fast path and has attributes
+ * 0 (the columns keep none); the source cuts batches from the columns (./fetch.ts) and copies runs of
+ * values in one copy each. kafkajs sees `messages`: an array of the records' number whose first and
+ * last elements are FastRecords and the rest holes, which only FastBatch (./batch.ts) reads (runs are
+ * made only once it is in kafkajs's place, and kept as runs only for the topics of useRuns).
+ */
+export class RecordRun {
+  readonly messages: KjsMessage[];
+
+  constructor(
+    readonly set: Buffer,
+    readonly count: number,
+    readonly positions: Float64Array,
+    /** Where each value is in the set and how long (-1: null). */
+    readonly valueAt: Int32Array,
+    readonly valueLen: Int32Array,
+    /** Where each key is in the set (-1: null) and how long (-1: null). */
+    readonly keyAt: Int32Array,
+    readonly keyLen: Int32Array,
+    readonly createTimes: Float64Array,
+    /** The record batch each record is from, an index into contexts. */
+    readonly batchOf: Uint32Array,
+    readonly contexts: ReadonlyArray<FastRecord['batchContext']>,
+  ) {
+    const m = new Array<KjsMessage>(count);
+    m[0] = this.record(0) as unknown as KjsMessage;
+    m[count - 1] = this.record(count - 1) as unknown as KjsMessage;
+    this.messages = m;
+    runs.set(m, this);
+  }
+
+  /** Record i as the fast decoder makes it. */
+  record(i: number): FastRecord {
+    const keyLen = this.keyLen[i]!;
+    return new FastRecord(0, this.positions[i]!, keyLen === -1 ? -1 : this.keyAt[i]!, keyLen, this.contexts[this.batchOf[i]!]!, this.set, this.valueAt[i]!, this.valueLen[i]!, this.createTimes[i]!);
+  }
+
+  /** Record i's timestamp in ms, as Number(record(i).timestamp). */
+  timestampMs(i: number): number {
+    const b = this.contexts[this.batchOf[i]!]!;
+    return b.timestampType === LOG_APPEND_TIME && b.maxTimestamp ? Number(b.maxTimestamp) : this.createTimes[i]!;
+  }
+
+  /** Every record as a FastRecord: what decodeMessages returns for the same set. */
+  materialize(): KjsMessage[] {
+    const out = new Array<KjsMessage>(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.record(i) as unknown as KjsMessage;
+    return out;
+  }
+}
+
+const runs = new WeakMap<readonly unknown[], RecordRun>();
+
+/** The run whose `messages` these are (undefined for any other array). */
+export function runOf(messages: readonly unknown[]): RecordRun | undefined {
+  return runs.get(messages);
+}
+
+/** Set once FastBatch is kafkajs's Batch: kafkajs's own would read a run's holes as missing records. */
+let runsEnabled = false;
+
+/** Called by installFastBatch once FastBatch is in kafkajs's place. */
+export function enableRuns(): void {
+  runsEnabled = true;
+}
+
+/**
+ * Topics whose batches may be runs, with the number of sources that read them so: only a reader that
+ * cuts from the run (the Kafka source) may get one. Any other consumer in the process (a tool's, a
+ * test's) iterates its batches' messages, and gets every record, as FastRecords.
+ */
+const runTopics = new Map<string, number>();
+
+/** The batches of `topics` may be runs until the returned function is called (once). */
+export function useRuns(topics: readonly string[]): () => void {
+  for (const t of topics) runTopics.set(t, (runTopics.get(t) ?? 0) + 1);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    for (const t of topics) {
+      const n = runTopics.get(t)! - 1;
+      if (n === 0) runTopics.delete(t);
+      else runTopics.set(t, n);
+    }
+  };
+}
+
+/** True when a batch of `topic` may be a run (FastBatch asks). */
+export function runsFor(topic: string): boolean {
+  return runTopics.has(topic);
+}
+
+/**
+ * The record set as a RecordRun, or null where any part of it is not a plain record of the fast path
+ * (then decodeMessages decodes it from the start, record by record). The checks are fastBatch's,
+ * with fewer cases taken: no record of length 0, no record attributes, no batch of count -1.
+ */
+export function decodeRun(buf: Buffer): RecordRun | null {
+  // The batch headers first: the records' number sizes the columns.
+  let total = 0;
+  let batches = 0;
+  for (let o = 0; buf.length - o >= RECORD_BATCH_OVERHEAD; ) {
+    const length = buf.readInt32BE(o + 8);
+    const b = o + 12;
+    if (buf.length - b < length) break;
+    const attributes = buf.readInt16BE(b + 9);
+    if ((attributes & CODEC_MASK) !== 0 || (attributes & CONTROL_FLAG_MASK) !== 0 || length < RECORD_BATCH_OVERHEAD || buf[b + 4] !== 2) return null;
+    const count = buf.readInt32BE(b + 45);
+    if (count < 0 || count > length) return null;
+    total += count;
+    batches++;
+    o = b + length;
+  }
+  if (total === 0) return null;
+  const positions = new Float64Array(total);
+  const valueAt = new Int32Array(total);
+  const valueLen = new Int32Array(total);
+  const keyAt = new Int32Array(total);
+  const keyLen = new Int32Array(total);
+  const createTimes = new Float64Array(total);
+  const batchOf = new Uint32Array(total);
+  const contexts: Array<FastRecord['batchContext']> = [];
+  let r = 0;
+  for (let o = 0, k = 0; k < batches; k++) {
+    const length = buf.readInt32BE(o + 8);
+    const b = o + 12;
+    const end = b + length;
+    const attributes = buf.readInt16BE(b + 9);
+    const firstOffset = buf.readBigInt64BE(o).toString();
+    const firstTimestamp = buf.readBigInt64BE(b + 15).toString();
+    const offsetBase = Number(firstOffset);
+    const tsBase = Number(firstTimestamp);
+    if (!Number.isSafeInteger(offsetBase) || !Number.isSafeInteger(tsBase)) return null;
+    const timestampType = (attributes & TIMESTAMP_TYPE_FLAG_MASK) > 0 ? LOG_APPEND_TIME : CREATE_TIME;
+    // The same fields, in the same order, as fastBatch's: a record made from the run reads the same.
+    contexts.push({
+      firstOffset,
+      firstTimestamp,
+      partitionLeaderEpoch: buf.readInt32BE(b),
+      inTransaction: (attributes & TRANSACTIONAL_FLAG_MASK) > 0,
+      isControlBatch: false,
+      lastOffsetDelta: buf.readInt32BE(b + 11),
+      producerId: buf.readBigInt64BE(b + 31).toString(),
+      producerEpoch: buf.readInt16BE(b + 39),
+      firstSequence: buf.readInt32BE(b + 41),
+      maxTimestamp: buf.readBigInt64BE(b + 23).toString(),
+      timestampType,
+      magicByte: buf.readInt8(b + 4),
+    } as FastRecord['batchContext']);
+    const count = buf.readInt32BE(b + 45);
+    let next = b + RECORD_BATCH_OVERHEAD;
+    for (let i = 0; i < count; i++, r++) {
+      pos = next;
+      const len = varInt(buf);
+      const stop = pos + len;
+      if (len <= 0 || stop > end || buf[pos++] !== 0) return null;
+      next = stop;
+      const ts = tsBase + varLong(buf);
+      const offset = offsetBase + varInt(buf);
+      const kl = varInt(buf);
+      const ka = pos;
+      if (kl > 0) pos += kl;
+      const vl = varInt(buf);
+      const va = pos;
+      if (vl > 0) pos += vl;
+      const headers = varInt(buf);
+      if (pos !== stop || kl < -1 || vl < -1 || (headers !== 0 && headers !== -1) || !Number.isSafeInteger(ts) || !Number.isSafeInteger(offset)) return null;
+      positions[r] = offset;
+      keyAt[r] = kl === -1 ? -1 : ka;
+      keyLen[r] = kl;
+      valueAt[r] = va;
+      valueLen[r] = vl;
+      createTimes[r] = ts;
+      batchOf[r] = k;
+    }
+    o = end;
+  }
+  recordPaths.runs++;
+  recordPaths.fastBatches += batches;
+  return new RecordRun(buf, total, positions, valueAt, valueLen, keyAt, keyLen, createTimes, batchOf, contexts);
+}
+
 /** kafkajs's v4/decodeMessages with the fast path for record batches. */
 export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]> {
   const messagesSize = decoder.readInt32();
@@ -270,6 +455,10 @@ export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]>
   const messagesDecoder = new K!.Decoder(messagesBuffer);
   const magicByte = messagesBuffer.subarray(MAGIC_OFFSET).readInt8(0);
   if (magicByte !== K!.MAGIC_BYTE) return K!.MessageSetDecoder(messagesDecoder, messagesSize);
+  if (runsEnabled && runTopics.size > 0) {
+    const run = decodeRun(messagesBuffer);
+    if (run !== null) return run.messages;
+  }
   const records: KjsMessage[] = [];
   while (messagesDecoder.canReadBytes(RECORD_BATCH_OVERHEAD)) {
     try {

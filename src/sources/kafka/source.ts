@@ -28,7 +28,7 @@ import { flushIdle } from '../lanes/idle.js';
 import { Intake } from './intake.js';
 import { Lag } from './lag.js';
 import { installFastBatch } from './batch.js';
-import { installFastRecords } from './records.js';
+import { installFastRecords, useRuns } from './records.js';
 import { restore } from './restore.js';
 import { GroupSession } from './session.js';
 import { Supervisor } from './supervisor.js';
@@ -224,6 +224,8 @@ export class KafkaSource {
 
   async run(): Promise<void> {
     const { kafka } = this.#o;
+    // This source cuts its batches from record runs (./fetch.ts): no message object a record.
+    const releaseRuns = useRuns(kafka.topics);
     const pump = this.#intake.run();
     const commitTimer = setInterval(() => void this.#committer.commit('interval'), kafka.commitIntervalMs);
     const tickTimer = setInterval(() => void this.#tick(), Math.min(1000, kafka.idleFlushMs));
@@ -239,6 +241,7 @@ export class KafkaSource {
       clearInterval(lagTimer);
       this.#intake.stop();
       await pump;
+      releaseRuns();
     }
     if (this.#fatal !== null) throw this.#fatal;
   }
