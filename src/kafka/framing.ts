@@ -95,10 +95,8 @@ export class ResponseFramer {
         this.#from += total;
         continue;
       }
-      // A frame longer than what is in: the rest is read into a buffer of its length. Shared memory,
-      // so that a fetch's batches can be views of it that a worker reads in place, without a copy
-      // (sources/kafka/fetch.ts): nobody writes to a frame once it is emitted.
-      const own = Buffer.from(new SharedArrayBuffer(total));
+      // A frame longer than what is in: the rest is read into a buffer of its length.
+      const own = Buffer.allocUnsafe(total);
       s.copy(own, 0, this.#from, this.#to);
       this.#own = own;
       this.#ownAt = have;
