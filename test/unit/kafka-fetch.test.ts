@@ -8,6 +8,7 @@ import { cutFetch } from '../../src/sources/kafka/fetch.js';
 import { decodeMessages, FastRecord } from '../../src/sources/kafka/records.js';
 import { BufferRecycler } from '../../src/sources/recycle.js';
 import type { SourceBatch } from '../../src/sources/types.js';
+import { batchView } from '../fixtures/batch-view.js';
 
 function msg(offset: number, value: Buffer | null, extra: Partial<KafkaMessage> & { attributes?: number } = {}): KafkaMessage {
   return { offset: String(offset), key: Buffer.from(`k${offset}`), value, timestamp: String(1000 + offset), attributes: 0, headers: {}, ...extra } as KafkaMessage;
@@ -67,15 +68,7 @@ async function recordSet(first: number, values: Array<Buffer | null>): Promise<B
   return Buffer.concat([head, buffer]);
 }
 
-const view = (bs: SourceBatch[]) =>
-  bs.map((b) => ({
-    values: Array.from({ length: messageCount(b) }, (_, i) => messageBytes(b, i).toString('hex')),
-    // Fast-path batches hold numbers and packed keys, kafkajs's strings and Buffers: the same values.
-    positions: Array.from(b.positions ?? [], String),
-    keys: Array.from({ length: messageCount(b) }, (_, i) => keyOf(b.keys, i)?.toString() ?? null),
-    rest: [b.startPosition, b.endPosition, b.firstTimestampMs, b.lastTimestampMs, b.oversized === undefined ? null : [...b.oversized]],
-    shared: b.data.buffer instanceof SharedArrayBuffer && b.data.byteOffset === 0,
-  }));
+const view = batchView;
 
 t.test('fast-path records cut as kafkajs\'s messages do (values, cuts, oversized, tombstones)', async (t) => {
   const values = [Buffer.from('{"a":1}'), null, Buffer.alloc(0), Buffer.alloc(40, 67), Buffer.from('x'), Buffer.alloc(300, 68), Buffer.from('{"z":2}')];

@@ -5,11 +5,11 @@
 import t from 'tap';
 import { createRequire } from 'node:module';
 import type { KafkaMessage } from 'kafkajs';
-import { keyOf, messageBytes, messageCount } from '../../src/core/batch.js';
+import { messageCount } from '../../src/core/batch.js';
 import { FastBatch } from '../../src/sources/kafka/batch.js';
 import { cutFetch, MAX_RUN_GAP } from '../../src/sources/kafka/fetch.js';
 import { decodeMessages, decodeRun, FastRecord, runOf, runsFor, useRuns, type RecordRun } from '../../src/sources/kafka/records.js';
-import type { SourceBatch } from '../../src/sources/types.js';
+import { batchView } from '../fixtures/batch-view.js';
 
 const require = createRequire(import.meta.url);
 const KJS = 'kafkajs/src/protocol/';
@@ -137,13 +137,7 @@ t.test('a batch of a run reads as kafkajs\'s Batch over the same records, for th
   t.notOk(runsFor('runs'), 'released once, however often called');
 });
 
-const view = (bs: SourceBatch[]) =>
-  bs.map((b) => ({
-    values: Array.from({ length: messageCount(b) }, (_, i) => messageBytes(b, i).toString('hex')),
-    positions: Array.from(b.positions ?? [], String),
-    keys: Array.from({ length: messageCount(b) }, (_, i) => keyOf(b.keys, i)?.toString() ?? null),
-    rest: [b.startPosition, b.endPosition, b.firstTimestampMs, b.lastTimestampMs, b.oversized === undefined ? null : [...b.oversized]],
-  }));
+const view = batchView;
 
 /** The Batch of `run` from `fetched` on (runs on), and the same records as FastRecords (the reference). */
 function both(run: RecordRun, fetched: number): { runBatch: { messages: KafkaMessage[]; lastOffset(): string; run?: RecordRun; runFrom?: number }; ref: { messages: KafkaMessage[]; lastOffset(): string } } {

@@ -159,6 +159,35 @@ function varLong(buf: Buffer): number {
   return v % 2 === 0 ? v / 2 : -(v + 1) / 2;
 }
 
+/**
+ * The context kafkajs's record batch decoder gives the records of the batch at o (its fields, in its
+ * order), and the batch's first offset and timestamp as numbers; null where either is not a safe
+ * integer (kafkajs's own decoder reads that batch).
+ */
+function batchHead(buf: Buffer, o: number): { context: FastRecord['batchContext']; offsetBase: number; tsBase: number } | null {
+  const b = o + 12;
+  const attributes = buf.readInt16BE(b + 9);
+  const firstOffset = buf.readBigInt64BE(o).toString();
+  const firstTimestamp = buf.readBigInt64BE(b + 15).toString();
+  const offsetBase = Number(firstOffset);
+  const tsBase = Number(firstTimestamp);
+  if (!Number.isSafeInteger(offsetBase) || !Number.isSafeInteger(tsBase)) return null;
+  const recordContext = {
+    firstOffset,
+    firstTimestamp,
+    partitionLeaderEpoch: buf.readInt32BE(b),
+    inTransaction: (attributes & TRANSACTIONAL_FLAG_MASK) > 0,
+    isControlBatch: false,
+    lastOffsetDelta: buf.readInt32BE(b + 11),
+    producerId: buf.readBigInt64BE(b + 31).toString(),
+    producerEpoch: buf.readInt16BE(b + 39),
+    firstSequence: buf.readInt32BE(b + 41),
+    maxTimestamp: buf.readBigInt64BE(b + 23).toString(),
+    timestampType: (attributes & TIMESTAMP_TYPE_FLAG_MASK) > 0 ? LOG_APPEND_TIME : CREATE_TIME,
+  };
+  return { context: { ...recordContext, magicByte: buf.readInt8(b + 4) }, offsetBase, tsBase };
+}
+
 /** What fastBatch did with a record batch. */
 const DECODED = 0;
 const NOT_FAST = 1;
@@ -180,28 +209,9 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): number {
   const end = b + length;
   const attributes = buf.readInt16BE(b + 9);
   if ((attributes & CODEC_MASK) !== 0 || (attributes & CONTROL_FLAG_MASK) !== 0 || length < RECORD_BATCH_OVERHEAD) return NOT_FAST;
-  const firstOffset = buf.readBigInt64BE(o).toString();
-  const firstTimestamp = buf.readBigInt64BE(b + 15).toString();
-  const offsetBase = Number(firstOffset);
-  const tsBase = Number(firstTimestamp);
-  if (!Number.isSafeInteger(offsetBase) || !Number.isSafeInteger(tsBase)) return NOT_FAST;
-  const magicByte = buf.readInt8(b + 4);
-  const maxTimestamp = buf.readBigInt64BE(b + 23).toString();
-  const timestampType = (attributes & TIMESTAMP_TYPE_FLAG_MASK) > 0 ? LOG_APPEND_TIME : CREATE_TIME;
-  const recordContext = {
-    firstOffset,
-    firstTimestamp,
-    partitionLeaderEpoch: buf.readInt32BE(b),
-    inTransaction: (attributes & TRANSACTIONAL_FLAG_MASK) > 0,
-    isControlBatch: false,
-    lastOffsetDelta: buf.readInt32BE(b + 11),
-    producerId: buf.readBigInt64BE(b + 31).toString(),
-    producerEpoch: buf.readInt16BE(b + 39),
-    firstSequence: buf.readInt32BE(b + 41),
-    maxTimestamp,
-    timestampType,
-  };
-  const batchContext = { ...recordContext, magicByte };
+  const head = batchHead(buf, o);
+  if (head === null) return NOT_FAST;
+  const { context: batchContext, offsetBase, tsBase } = head;
   const count = buf.readInt32BE(b + 45);
   if (count < -1 || count > length) return NOT_FAST;
   // Records go onto `out` as they are decoded; a batch that turns out not fast takes them off again.
@@ -392,28 +402,10 @@ export function decodeRun(buf: Buffer): RecordRun | null {
     const length = buf.readInt32BE(o + 8);
     const b = o + 12;
     const end = b + length;
-    const attributes = buf.readInt16BE(b + 9);
-    const firstOffset = buf.readBigInt64BE(o).toString();
-    const firstTimestamp = buf.readBigInt64BE(b + 15).toString();
-    const offsetBase = Number(firstOffset);
-    const tsBase = Number(firstTimestamp);
-    if (!Number.isSafeInteger(offsetBase) || !Number.isSafeInteger(tsBase)) return null;
-    const timestampType = (attributes & TIMESTAMP_TYPE_FLAG_MASK) > 0 ? LOG_APPEND_TIME : CREATE_TIME;
-    // The same fields, in the same order, as fastBatch's: a record made from the run reads the same.
-    contexts.push({
-      firstOffset,
-      firstTimestamp,
-      partitionLeaderEpoch: buf.readInt32BE(b),
-      inTransaction: (attributes & TRANSACTIONAL_FLAG_MASK) > 0,
-      isControlBatch: false,
-      lastOffsetDelta: buf.readInt32BE(b + 11),
-      producerId: buf.readBigInt64BE(b + 31).toString(),
-      producerEpoch: buf.readInt16BE(b + 39),
-      firstSequence: buf.readInt32BE(b + 41),
-      maxTimestamp: buf.readBigInt64BE(b + 23).toString(),
-      timestampType,
-      magicByte: buf.readInt8(b + 4),
-    } as FastRecord['batchContext']);
+    const head = batchHead(buf, o);
+    if (head === null) return null;
+    const { offsetBase, tsBase } = head;
+    contexts.push(head.context);
     const count = buf.readInt32BE(b + 45);
     let next = b + RECORD_BATCH_OVERHEAD;
     for (let i = 0; i < count; i++, r++) {
