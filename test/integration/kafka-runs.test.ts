@@ -10,7 +10,8 @@ import { kafkaClient } from '../../src/kafka/client.js';
 import { messageBytes, messageCount } from '../../src/core/batch.js';
 import type { KafkaConfig } from '../../src/config/index.js';
 import { cutFetch, type Fetched } from '../../src/sources/kafka/fetch.js';
-import { recordPaths, useRuns } from '../../src/sources/kafka/records.js';
+import { recordPaths } from '../../src/sources/kafka/records.js';
+import { useRuns } from '../../src/sources/kafka/runs.js';
 import { brokers, createTopic, produce, uid } from '../fixtures/kafka.js';
 
 const sent = Array.from({ length: 20_000 }, (_, i) => ({ key: `k${i % 97}`, value: `{"i":${i},"pad":"${'é✓x'.repeat(i % 50)}"}` }));

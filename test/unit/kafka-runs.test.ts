@@ -8,7 +8,9 @@ import type { KafkaMessage } from 'kafkajs';
 import { messageCount } from '../../src/core/batch.js';
 import { FastBatch } from '../../src/sources/kafka/batch.js';
 import { cutFetch, MAX_RUN_GAP } from '../../src/sources/kafka/fetch.js';
-import { decodeMessages, decodeRun, FastRecord, runOf, runsFor, useRuns, type RecordRun } from '../../src/sources/kafka/records.js';
+import { FastRecord } from '../../src/sources/kafka/fast-record.js';
+import { decodeMessages, decodeRun } from '../../src/sources/kafka/records.js';
+import { runOf, runsFor, useRuns, type RecordRun } from '../../src/sources/kafka/runs.js';
 import { batchView } from '../fixtures/batch-view.js';
 
 const require = createRequire(import.meta.url);

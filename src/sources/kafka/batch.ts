@@ -10,7 +10,8 @@
 // installFastBatch() must run in a module evaluated before all of them (an entry point's first
 // import); once kafkajs's consumer is loaded it refuses, and kafkajs's Batch stays.
 import { kafkajsInternals, kafkajsRequire as require } from '../../kafka/internals.js';
-import { enableRuns, FastRecord, runOf, runsFor, type RecordRun } from './records.js';
+import { FastRecord } from './fast-record.js';
+import { enableRuns, runOf, runsFor, type RecordRun } from './runs.js';
 
 interface PartitionData {
   readonly partition: number;

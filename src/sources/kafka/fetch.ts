@@ -7,7 +7,8 @@ import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE } from '../../kafka/codecs.js'
 import { PackedKeys } from '../../core/batch.js';
 import type { BufferRecycler } from '../recycle.js';
 import type { SourceBatch } from '../types.js';
-import { FastRecord, type RecordRun } from './records.js';
+import { FastRecord } from './fast-record.js';
+import type { RecordRun } from './runs.js';
 
 export interface FetchCutOptions {
   /** Messages per batch handed to the pool. */
@@ -226,13 +227,6 @@ function packRun(lane: number, run: RecordRun, lo: number, hi: number, endPositi
   offsets[count] = size;
   const data = (o.recycler === undefined ? Buffer.from(new SharedArrayBuffer(size)) : o.recycler.allocate(size)).subarray(0, size);
   for (let c = 0, at = 0; c < copies.length; c += 2) at += run.set.copy(data, at, copies[c]!, copies[c + 1]!);
-  const batch = runBatch(lane, run, lo, hi, endPosition, data, offsets, ends, oversized);
-  return o.recycler === undefined ? batch : o.recycler.track(batch);
-}
-
-/** The batch of records lo..hi of a run whose values data holds (offsets, ends). */
-function runBatch(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, data: Buffer, offsets: Uint32Array, ends: Uint32Array, oversized: Map<number, { bytes: number }> | null): SourceBatch {
-  const count = hi - lo;
   let keyed = false;
   const keyLen = run.keyLen;
   for (let i = lo; i < hi && !keyed; i++) keyed = keyLen[i] !== -1;
@@ -250,5 +244,5 @@ function runBatch(lane: number, run: RecordRun, lo: number, hi: number, endPosit
     lastTimestampMs: run.timestampMs(hi - 1),
     ...(oversized === null ? {} : { oversized }),
   };
-  return batch;
+  return o.recycler === undefined ? batch : o.recycler.track(batch);
 }

@@ -10,7 +10,7 @@
 // - a record takes the fast path only when it has no headers and its fields end exactly where its
 //   length says; else that record is decoded by kafkajs's record decoder, so malformed input reads
 //   exactly as kafkajs reads it.
-// A fast-path record is a FastRecord: the fields kafkajs and the source read on every record (offset,
+// A fast-path record is a FastRecord (./fast-record.ts): the fields kafkajs and the source read on every record (offset,
 // key, attributes, batchContext) are its own; its value view, timestamp string and empty headers are
 // made only when read, since the source copies the value straight from the fetch's bytes (copyValue)
 // and reads two timestamps per batch, and nothing else reads them.
@@ -19,6 +19,8 @@
 // install() leaves kafkajs alone and says so.
 import Module from 'node:module';
 import { kafkajsInternals, kafkajsRequire } from '../../kafka/internals.js';
+import { CREATE_TIME, FastRecord, LOG_APPEND_TIME, type KjsMessage } from './fast-record.js';
+import { RecordRun, runsWanted } from './runs.js';
 
 const KJS = 'kafkajs/src/protocol/';
 
@@ -29,7 +31,6 @@ interface KjsDecoder {
   readBytes(n: number): Buffer;
   canReadBytes(n: number): boolean;
 }
-type KjsMessage = Record<string, unknown>;
 
 interface KafkajsParts {
   readonly decodeMessagesPath: string;
@@ -61,69 +62,6 @@ const CODEC_MASK = 0x07;
 const TIMESTAMP_TYPE_FLAG_MASK = 0x08;
 const TRANSACTIONAL_FLAG_MASK = 0x10;
 const CONTROL_FLAG_MASK = 0x20;
-const LOG_APPEND_TIME = 1;
-const CREATE_TIME = 0;
-
-/**
- * A record of the fast path: reads as kafkajs's message object, field for field. Its offset string
- * and key view are made only when read, like its value: kafkajs reads a few offsets a batch, and the
- * source packs keys as ranges of the record set (PackedKeys), so a string and a Buffer per record
- * were made for nothing.
- */
-export class FastRecord {
-  declare readonly isControlRecord: false;
-  constructor(
-    readonly attributes: number,
-    /** The offset as a number (a safe integer: the fast path takes no other). */
-    readonly position: number,
-    /** Where the key is in the record set, and how long (-1: null). */
-    readonly keyAt: number,
-    readonly keyLength: number,
-    readonly batchContext: { readonly magicByte: number; readonly maxTimestamp: string; readonly timestampType: number },
-    /** The record set the key and value are in; the value's place and length (-1: null). */
-    readonly set: Buffer,
-    private readonly valueAt: number,
-    readonly valueLength: number,
-    /** The record's own timestamp (a LOG_APPEND_TIME batch's records read its max timestamp instead). */
-    private readonly createTime: number,
-  ) {}
-
-  get offset(): string {
-    return String(this.position);
-  }
-
-  get key(): Buffer | null {
-    return this.keyLength === -1 ? null : this.set.subarray(this.keyAt, this.keyAt + this.keyLength);
-  }
-
-  get magicByte(): number {
-    return this.batchContext.magicByte;
-  }
-
-  get timestamp(): string {
-    const b = this.batchContext;
-    return b.timestampType === LOG_APPEND_TIME && b.maxTimestamp ? b.maxTimestamp : String(this.createTime);
-  }
-
-  get value(): Buffer | null {
-    return this.valueLength === -1 ? null : this.set.subarray(this.valueAt, this.valueAt + this.valueLength);
-  }
-
-  get headers(): Record<string, never> {
-    return {};
-  }
-
-  /**
-   * Copies the first `n` bytes of the value to `target` at `at`; returns n. From the record set with
-   * a source range: Buffer.copy of a part of a buffer is a native copy, while a whole view (a value's
-   * own) goes through TypedArray set, byte by byte into shared memory (3x slower per 500-byte value).
-   */
-  copyValue(target: Buffer, at: number, n: number): number {
-    return this.set.copy(target, at, this.valueAt, this.valueAt + n);
-  }
-}
-Object.defineProperty(FastRecord.prototype, 'isControlRecord', { value: false });
-
 /** Counts of batches and records by path, for the tests (a fast path that never runs tests nothing). */
 export const recordPaths = { fastBatches: 0, kafkajsBatches: 0, kafkajsRecords: 0, runs: 0 };
 
@@ -273,101 +211,6 @@ function fastBatch(d: KjsDecoder, out: KjsMessage[]): number {
 }
 
 /**
- * One partition's record set as columns: what FastRecords would hold, record by record, without an
- * object per record. Made only where every record of the set takes the fast path and has attributes
- * 0 (the columns keep none); the source cuts batches from the columns (./fetch.ts) and copies runs of
- * values in one copy each. kafkajs sees `messages`: an array of the records' number whose first and
- * last elements are FastRecords and the rest holes, which only FastBatch (./batch.ts) reads (runs are
- * made only once it is in kafkajs's place, and kept as runs only for the topics of useRuns).
- */
-export class RecordRun {
-  readonly messages: KjsMessage[];
-
-  constructor(
-    readonly set: Buffer,
-    readonly count: number,
-    readonly positions: Float64Array,
-    /** Where each value is in the set and how long (-1: null). */
-    readonly valueAt: Int32Array,
-    readonly valueLen: Int32Array,
-    /** Where each key is in the set (-1: null) and how long (-1: null). */
-    readonly keyAt: Int32Array,
-    readonly keyLen: Int32Array,
-    readonly createTimes: Float64Array,
-    /** The record batch each record is from, an index into contexts. */
-    readonly batchOf: Uint32Array,
-    readonly contexts: ReadonlyArray<FastRecord['batchContext']>,
-  ) {
-    const m = new Array<KjsMessage>(count);
-    m[0] = this.record(0) as unknown as KjsMessage;
-    m[count - 1] = this.record(count - 1) as unknown as KjsMessage;
-    this.messages = m;
-    runs.set(m, this);
-  }
-
-  /** Record i as the fast decoder makes it. */
-  record(i: number): FastRecord {
-    const keyLen = this.keyLen[i]!;
-    return new FastRecord(0, this.positions[i]!, keyLen === -1 ? -1 : this.keyAt[i]!, keyLen, this.contexts[this.batchOf[i]!]!, this.set, this.valueAt[i]!, this.valueLen[i]!, this.createTimes[i]!);
-  }
-
-  /** Record i's timestamp in ms, as Number(record(i).timestamp). */
-  timestampMs(i: number): number {
-    const b = this.contexts[this.batchOf[i]!]!;
-    return b.timestampType === LOG_APPEND_TIME && b.maxTimestamp ? Number(b.maxTimestamp) : this.createTimes[i]!;
-  }
-
-  /** Every record as a FastRecord: what decodeMessages returns for the same set. */
-  materialize(): KjsMessage[] {
-    const out = new Array<KjsMessage>(this.count);
-    for (let i = 0; i < this.count; i++) out[i] = this.record(i) as unknown as KjsMessage;
-    return out;
-  }
-}
-
-const runs = new WeakMap<readonly unknown[], RecordRun>();
-
-/** The run whose `messages` these are (undefined for any other array). */
-export function runOf(messages: readonly unknown[]): RecordRun | undefined {
-  return runs.get(messages);
-}
-
-/** Set once FastBatch is kafkajs's Batch: kafkajs's own would read a run's holes as missing records. */
-let runsEnabled = false;
-
-/** Called by installFastBatch once FastBatch is in kafkajs's place. */
-export function enableRuns(): void {
-  runsEnabled = true;
-}
-
-/**
- * Topics whose batches may be runs, with the number of sources that read them so: only a reader that
- * cuts from the run (the Kafka source) may get one. Any other consumer in the process (a tool's, a
- * test's) iterates its batches' messages, and gets every record, as FastRecords.
- */
-const runTopics = new Map<string, number>();
-
-/** The batches of `topics` may be runs until the returned function is called (once). */
-export function useRuns(topics: readonly string[]): () => void {
-  for (const t of topics) runTopics.set(t, (runTopics.get(t) ?? 0) + 1);
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    for (const t of topics) {
-      const n = runTopics.get(t)! - 1;
-      if (n === 0) runTopics.delete(t);
-      else runTopics.set(t, n);
-    }
-  };
-}
-
-/** True when a batch of `topic` may be a run (FastBatch asks). */
-export function runsFor(topic: string): boolean {
-  return runTopics.has(topic);
-}
-
-/**
  * The record set as a RecordRun, or null where any part of it is not a plain record of the fast path
  * (then decodeMessages decodes it from the start, record by record). The checks are fastBatch's,
  * with fewer cases taken: no record of length 0, no record attributes, no batch of count -1.
@@ -447,7 +290,7 @@ export async function decodeMessages(decoder: KjsDecoder): Promise<KjsMessage[]>
   const messagesDecoder = new K!.Decoder(messagesBuffer);
   const magicByte = messagesBuffer.subarray(MAGIC_OFFSET).readInt8(0);
   if (magicByte !== K!.MAGIC_BYTE) return K!.MessageSetDecoder(messagesDecoder, messagesSize);
-  if (runsEnabled && runTopics.size > 0) {
+  if (runsWanted()) {
     const run = decodeRun(messagesBuffer);
     if (run !== null) return run.messages;
   }
