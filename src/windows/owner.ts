@@ -14,7 +14,7 @@ import { EMIT_CHUNK_DEFAULTS, splitCells, windowsEnded, type ChunkLimits } from 
 import { amendedRows, type ClosedBy } from './cells.js';
 import { Lane, replaySplitAt, type StoreSettings } from './lane.js';
 import { RowFormatter } from './row.js';
-import { rowsWire } from './row-task.js';
+import { rowsWire, type KeyScratch } from './row-task.js';
 import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type AmendSettings, type ApplyOutcome, type ClosedCells } from './store.js';
 import { CopyTupleWriter } from '../sinks/postgres/tuples.js';
@@ -151,6 +151,8 @@ export class LaneOwner {
   /** The last generated batch's buffer, written over by the next (nothing keeps a batch's bytes once applied). */
   #scratch: Buffer = Buffer.alloc(0);
   readonly #slabs = new RowSlabs();
+  /** Where a chunk's rows are written before they are placed in a slab (one chunk at a time). */
+  readonly #scratchRows: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) };
   readonly #tuples: CopyTupleWriter | null;
 
   constructor(settings: OwnerSettings) {
@@ -290,9 +292,9 @@ export class LaneOwner {
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const t = performance.now();
-      const rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t);
+      const rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t, this.#scratchRows, true);
       const copy = this.#tuples?.tuples(c, where);
-      const { wire, slab } = this.#slabs.place(copy === undefined ? rows : { ...rows, copy });
+      const { wire, slab } = this.#slabs.place(copy === undefined ? rows : { ...rows, copy }, true);
       out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]), amended: amendedRows(c) });
     }
     return out;

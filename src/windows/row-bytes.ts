@@ -153,15 +153,23 @@ export interface RowText {
   windowText(ws: number): string;
 }
 
+/** A buffer a formatting thread keeps across batches and writes rows into (grown as needed). */
+export interface ByteScratch {
+  buf: Buffer;
+}
+
 /**
  * NDJSON of rows without sketches: prefix, tail, newline per row, into one buffer. whereTail is the
- * UTF-8 of `,"topic":…,"partition":…` (or empty).
+ * UTF-8 of `,"topic":…,"partition":…` (or empty). With `into`, the rows are written into its buffer
+ * (grown there when short) and the result is a view of it, valid until the next write into it.
  */
-export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly string[], prefixBytes: number, whereTail: Uint8Array): Buffer {
+export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly string[], prefixBytes: number, whereTail: Uint8Array, into?: ByteScratch): Buffer {
   const n = c.length;
   const q = c.quality;
   const perRow = FIXED_MAX + whereTail.length + (n > 0 ? text.windowText(c.starts[0]!).length : 0) + 1 + (q === null ? 0 : QUALITY_MAX);
-  let out = Buffer.allocUnsafe(prefixBytes + n * perRow);
+  const need = prefixBytes + n * perRow;
+  if (into !== undefined && into.buf.length < need) into.buf = Buffer.allocUnsafeSlow(Math.max(need, 2 * into.buf.length));
+  let out = into === undefined ? Buffer.allocUnsafe(need) : into.buf;
   const s = c.stats;
   let windowStart = Number.NaN;
   let windowBytes: Uint8Array = new Uint8Array(0);
@@ -174,9 +182,10 @@ export function rowsBytes(text: RowText, c: ClosedCells, prefixes: readonly stri
   for (let i = 0; i < n; i++) {
     if (o + perRow + 3 * prefixes[i]!.length > out.length) {
       // Only a window field longer than the first's could get here; keep going in a larger buffer.
-      const bigger = Buffer.allocUnsafe(2 * out.length + perRow + 3 * prefixes[i]!.length);
+      const bigger = Buffer.allocUnsafeSlow(2 * out.length + perRow + 3 * prefixes[i]!.length);
       out.copy(bigger, 0, 0, o);
       out = bigger;
+      if (into !== undefined) into.buf = bigger;
     }
     // All prefixes ASCII (their UTF-8 size is their length): a plain copy, no UTF-8 encoding.
     o += latin1 ? out.write(prefixes[i]!, o, 'latin1') : out.write(prefixes[i]!, o);

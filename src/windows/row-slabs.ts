@@ -46,32 +46,20 @@ export class RowSlabs {
   }
 
   /**
-   * The wire with its lines and their ends copied into a free slab (held until releaseSlab), and
-   * that slab; the wire as it was and null when every slab is held and no more may be made.
+   * The wire with its lines, their ends and the identity keys copied into a free slab (held until
+   * releaseSlab), and that slab; with every slab held and no more allowed, the wire in buffers of its
+   * own and null. `views`: the wire's arrays are views of memory the caller writes again (rowsWire's
+   * scratch), so without a slab they are copied out too.
    */
-  place(wire: RowsWire): { wire: RowsWire; slab: SharedArrayBuffer | null } {
+  place(wire: RowsWire, views = false): { wire: RowsWire; slab: SharedArrayBuffer | null } {
     const t = wire.copy;
+    const keys = wire.keys;
+    const keyEnds = wire.keyEnds;
     // Int32 columns first (4-byte aligned after the 8-byte header), then the bytes.
-    const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength +
+    const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength + (keys === null || keyEnds === null ? 0 : keyEnds.byteLength + keys.byteLength) +
       (t === undefined ? 0 : t.ends.byteLength + t.rows.byteLength + t.metaEnds.byteLength + t.data.byteLength + t.meta.byteLength);
-    let slab = this.#slabs.find((s) => s.buffer.byteLength >= need && Atomics.load(s.state, 0) === FREE);
-    if (slab === undefined) {
-      let bytes = this.#minBytes;
-      while (bytes < need) bytes *= 2;
-      if (bytes > this.#maxBytes) return { wire, slab: null };
-      while (this.#slabs.length >= this.#max || this.#bytes + bytes > this.#maxBytes) {
-        // Drop the smallest free slab for a bigger one, or give up on shared memory for this chunk.
-        const i = this.#slabs.findIndex((s) => Atomics.load(s.state, 0) === FREE);
-        if (i < 0) return { wire, slab: null };
-        this.#bytes -= this.#slabs[i]!.buffer.byteLength;
-        this.#slabs.splice(i, 1);
-      }
-      this.#bytes += bytes;
-      const buffer = new SharedArrayBuffer(bytes);
-      slab = { buffer, state: new Int32Array(buffer, 0, 1) };
-      this.#slabs.push(slab);
-      this.#slabs.sort((a, b) => a.buffer.byteLength - b.buffer.byteLength);
-    }
+    const slab = this.#free(need);
+    if (slab === null) return { wire: views ? owned(wire) : wire, slab: null };
     Atomics.store(slab.state, 0, HELD);
     // Buffer's copy (one memmove): a typed array's set() into shared memory copies element by element.
     const buffer = slab.buffer;
@@ -90,14 +78,47 @@ export class RowSlabs {
       return view;
     };
     const lineEnds = ints(wire.lineEnds);
-    if (t === undefined) return { wire: { ...wire, lineEnds, ndjson: bytes(wire.ndjson) }, slab: buffer };
-    const ends = ints(t.ends);
-    const rows = ints(t.rows);
-    const metaEnds = ints(t.metaEnds);
+    const placedKeyEnds = keys === null || keyEnds === null ? null : ints(keyEnds);
+    const tupleInts = t === undefined ? null : { ends: ints(t.ends), rows: ints(t.rows), metaEnds: ints(t.metaEnds) };
     const ndjson = bytes(wire.ndjson);
-    const placed = { ...t, ends, rows, metaEnds, data: bytes(t.data), meta: bytes(t.meta) };
-    return { wire: { ...wire, lineEnds, ndjson, copy: placed }, slab: buffer };
+    const placedKeys = placedKeyEnds === null ? null : bytes(keys!);
+    const placed = { ...wire, lineEnds, ndjson, keys: placedKeys, keyEnds: placedKeyEnds };
+    if (t === undefined || tupleInts === null) return { wire: placed, slab: buffer };
+    return { wire: { ...placed, copy: { ...t, ...tupleInts, data: bytes(t.data), meta: bytes(t.meta) } }, slab: buffer };
   }
+
+  /** A free slab of at least `need` bytes (made if none and the bounds allow), or null. */
+  #free(need: number): { readonly buffer: SharedArrayBuffer; readonly state: Int32Array } | null {
+    const found = this.#slabs.find((s) => s.buffer.byteLength >= need && Atomics.load(s.state, 0) === FREE);
+    if (found !== undefined) return found;
+    let bytes = this.#minBytes;
+    while (bytes < need) bytes *= 2;
+    if (bytes > this.#maxBytes) return null;
+    while (this.#slabs.length >= this.#max || this.#bytes + bytes > this.#maxBytes) {
+      // Drop the smallest free slab for a bigger one, or give up on shared memory for this chunk.
+      const i = this.#slabs.findIndex((s) => Atomics.load(s.state, 0) === FREE);
+      if (i < 0) return null;
+      this.#bytes -= this.#slabs[i]!.buffer.byteLength;
+      this.#slabs.splice(i, 1);
+    }
+    this.#bytes += bytes;
+    const buffer = new SharedArrayBuffer(bytes);
+    const slab = { buffer, state: new Int32Array(buffer, 0, 1) };
+    this.#slabs.push(slab);
+    this.#slabs.sort((a, b) => a.buffer.byteLength - b.buffer.byteLength);
+    return slab;
+  }
+}
+
+/** The wire's lines, ends and keys in arrays of their own (the tuples are always the wire's own). */
+function owned(wire: RowsWire): RowsWire {
+  return {
+    ...wire,
+    ndjson: Uint8Array.prototype.slice.call(wire.ndjson),
+    lineEnds: wire.lineEnds.slice(),
+    keys: wire.keys === null ? null : Uint8Array.prototype.slice.call(wire.keys),
+    keyEnds: wire.keyEnds === null ? null : wire.keyEnds.slice(),
+  };
 }
 
 /** The main thread wrote a chunk's rows: its slab may take the owner's next chunk. */

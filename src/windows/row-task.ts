@@ -5,6 +5,7 @@
 // PERCENTILES rows are few and large). Pure: both sides import it, the worker through its entry.
 import { ClosedCells } from './cells.js';
 import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
+import type { ByteScratch } from './row-bytes.js';
 import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
 import type { CopyTuples, RowSettings, RowsTask, RowsWire } from '../core/messages.js';
 
@@ -51,9 +52,20 @@ export class RowWorkshop {
   }
 }
 
-/** A buffer a formatting thread keeps for identity keys across batches (rowsWire grows it). */
+/**
+ * What a formatting thread keeps across batches. `buf`: identity keys are written there before they
+ * are copied out. The rest only for a wire of views (rowsWire's `views`): the NDJSON bytes and the
+ * ends of lines and keys, grown to the largest batch.
+ */
 export interface KeyScratch {
   buf: Buffer;
+  bytes?: ByteScratch;
+  lineEnds?: Int32Array;
+  keyEnds?: Int32Array;
+}
+
+function ends(have: Int32Array | undefined, n: number): Int32Array {
+  return have !== undefined && have.length >= n ? have : new Int32Array(Math.max(n, 2 * (have?.length ?? 0)));
 }
 
 /**
@@ -61,11 +73,22 @@ export interface KeyScratch {
  * identity keys when asked (`t0`: when the work began, for the seconds it took). Keys are written into
  * `scratch` (kept by the caller across batches, grown to the largest batch's keys) and copied once
  * into a buffer of their exact size: a fresh buffer at 160 bytes a row grew by doubling for 400-byte
- * keys (two or three fresh allocations a batch) and crossed half empty.
+ * keys (two or three fresh allocations a batch) and crossed half empty. With `views`, nothing is
+ * copied: every array of the wire is a view of the scratch, valid until its next use (the owner copies
+ * them into shared memory at once, RowSlabs.place), so a chunk allocates no memory of its own.
  */
-export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: number, scratch: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) }): RowsWire {
-  const bytes = batch.ndjsonBytes!();
-  const lineEnds = new Int32Array(n);
+export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: number, scratch: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) }, views = false): RowsWire {
+  let bytes: Buffer;
+  let lineEnds: Int32Array;
+  if (views) {
+    scratch.bytes ??= { buf: Buffer.allocUnsafeSlow(0) };
+    bytes = batch.ndjsonBytes!(scratch.bytes);
+    scratch.lineEnds = ends(scratch.lineEnds, n);
+    lineEnds = scratch.lineEnds.subarray(0, n);
+  } else {
+    bytes = batch.ndjsonBytes!();
+    lineEnds = new Int32Array(n);
+  }
   let o = -1;
   for (let i = 0; i < n; i++) {
     o = bytes.indexOf(0x0a, o + 1);
@@ -74,7 +97,10 @@ export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: 
   let identities: Uint8Array | null = null;
   let keyEnds: Int32Array | null = null;
   if (identityKeys) {
-    keyEnds = new Int32Array(n);
+    if (views) {
+      scratch.keyEnds = ends(scratch.keyEnds, n);
+      keyEnds = scratch.keyEnds.subarray(0, n);
+    } else keyEnds = new Int32Array(n);
     let buf = scratch.buf;
     let end = 0;
     for (let i = 0; i < n; i++) {
@@ -89,8 +115,11 @@ export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: 
       keyEnds[i] = end;
     }
     scratch.buf = buf;
-    identities = new Uint8Array(end);
-    identities.set(buf.subarray(0, end));
+    if (views) identities = buf.subarray(0, end);
+    else {
+      identities = new Uint8Array(end);
+      identities.set(buf.subarray(0, end));
+    }
   }
   return { kind: 'rows', ndjson: bytes, lineEnds, keys: identities, keyEnds, seconds: (performance.now() - t0) / 1000 };
 }

@@ -60,3 +60,24 @@ t.test('the slabs\' bytes stay within maxBytes: a chunk that would pass them cro
   t.ok(big.slab !== null && big.slab.byteLength === 512, 'two free small slabs gave way to one of 512 bytes');
   t.ok(slabs.bytes <= 1024, `${slabs.bytes} bytes kept`);
 });
+
+t.test('identity keys and their ends cross in the slab; a wire of scratch views is copied out when no slab is free', async (t) => {
+  const slabs = new RowSlabs({ maxSlabs: 1, minBytes: 64 });
+  const scratchKeys = Buffer.from('["t",0,"a"]["t",0,"b"]');
+  const scratchEnds = Int32Array.from([11, 22, 99]);
+  const withKeys = (text: string): RowsWire => ({ ...wire(text), keys: scratchKeys.subarray(0, 22), keyEnds: scratchEnds.subarray(0, 2) });
+  const a = slabs.place(withKeys('{"a":1}\n{"b":2}\n'), true);
+  t.ok(a.slab !== null && a.wire.keys!.buffer === a.slab && a.wire.keyEnds!.buffer === a.slab, 'keys and key ends in the slab');
+  t.equal(Buffer.from(a.wire.keys!).toString(), '["t",0,"a"]["t",0,"b"]');
+  t.same([...a.wire.keyEnds!], [11, 22]);
+  t.equal(a.wire.keyEnds!.byteOffset % 4, 0, 'key ends aligned');
+  const b = slabs.place(withKeys('{"c":3}\n{"d":4}\n'), true);
+  t.equal(b.slab, null, 'the one slab is held');
+  scratchKeys.fill(0x20);
+  scratchEnds.fill(0);
+  t.equal(Buffer.from(b.wire.keys!).toString(), '["t",0,"a"]["t",0,"b"]', 'the keys were copied out of the scratch');
+  t.same([...b.wire.keyEnds!], [11, 22], 'and their ends');
+  t.equal(text(b.wire), '{"c":3}\n{"d":4}\n');
+  t.not(b.wire.ndjson.buffer, a.wire.ndjson.buffer);
+  t.equal(Buffer.from(a.wire.keys!).toString(), '["t",0,"a"]["t",0,"b"]', 'the placed chunk does not share the scratch');
+});

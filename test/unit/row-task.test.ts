@@ -13,7 +13,7 @@ import { RECORD_OVERHEAD_BYTES } from '../../src/kafka/requests.js';
 import { encodeRows } from '../../src/sinks/kafka/messages.js';
 import { ClosedCells, STAT } from '../../src/windows/cells.js';
 import { RowFormatter } from '../../src/windows/row.js';
-import { FormattedElsewhere, RowWorkshop, rowsTask } from '../../src/windows/row-task.js';
+import { FormattedElsewhere, RowWorkshop, rowsTask, rowsWire, type KeyScratch } from '../../src/windows/row-task.js';
 import { Rng, settings } from '../fixtures/gen.js';
 
 const SETTINGS = { windowMs: 60_000, maxEntries: 50 };
@@ -135,4 +135,24 @@ t.test('a real pool formats rows in its worker; a worker that fails them hands t
   const inThread = new DecodePool({ threads: 0, maxInFlight: 4, settings: settings({ windowMs: SETTINGS.windowMs }), workerMaxMemoryMb: 64, taskTimeoutMs: 30_000 });
   t.teardown(() => inThread.close());
   t.notOk(inThread.formatsRows, 'in-thread: the main thread formats');
+});
+
+t.test('a wire of scratch views (the owner\'s) carries what a wire of its own does, and the scratch is reused', async (t) => {
+  const rng = new Rng(11);
+  const fmt = new RowFormatter(SETTINGS.windowMs, SETTINGS.maxEntries);
+  const scratch: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) };
+  let firstBytes: ArrayBufferLike | null = null;
+  for (const n of [40, 3, 200, 1]) {
+    const cells = randomCells(rng, n);
+    const where = { topic: 'in', partition: n };
+    const own = rowsWire(fmt.format(cells, where), n, true, 0);
+    const views = rowsWire(fmt.format(cells, where), n, true, 0, scratch, true);
+    t.equal(Buffer.from(views.ndjson).toString(), Buffer.from(own.ndjson).toString(), `${n} rows: the same NDJSON`);
+    t.same([...views.lineEnds], [...own.lineEnds], 'the same line ends');
+    t.equal(Buffer.from(views.keys!).toString(), Buffer.from(own.keys!).toString(), 'the same keys');
+    t.same([...views.keyEnds!], [...own.keyEnds!], 'the same key ends');
+    t.ok(views.keys!.buffer === scratch.buf.buffer && views.keyEnds!.buffer === scratch.keyEnds!.buffer, 'keys and ends are views of the scratch');
+    if (n === 3) t.equal(views.ndjson.buffer, firstBytes, 'a smaller chunk is written where the one before was');
+    firstBytes = views.ndjson.buffer;
+  }
 });
