@@ -182,6 +182,7 @@ export class Pipeline {
           ...(config.percentiles.length > 0 ? { percentiles: config.percentiles } : {}),
           ...(config.lateRecords === 'amend' ? { amend: { horizonMs: config.amendHorizonSeconds * 1000 } } : {}),
           identityKeys: sink.readsIdentityKeys === true,
+          ...(sink.recordLayout === undefined ? {} : { recordLayout: sink.recordLayout }),
           copyTuples: sink.readsCopyTuples === true,
         },
         workerMaxMemoryMb: config.workerMaxMemoryMb,

@@ -228,6 +228,37 @@ export interface RowsWire {
   readonly seconds: number;
   /** The rows as PostgreSQL COPY tuples too, when the sink stores them so (LANE_STATE=worker, SINK=postgres). */
   readonly copy?: CopyTuples;
+  /**
+   * The rows as Kafka records instead of NDJSON and keys (LANE_STATE=worker, SINK=kafka, the output
+   * topic's partitions known): then ndjson and lineEnds are empty and keys null.
+   */
+  readonly records?: RowRecords;
+}
+
+/** Ints a section of RowRecords takes: its partition, first message, messages, first byte, end byte. */
+export const SECTION_STRIDE = 5;
+
+/**
+ * Rows as the Kafka sink sends them (src/sinks/kafka/row-records.ts): one record per row (key the
+ * row's identity, value its JSON line, timestamp delta 0, no headers), grouped by the partition the
+ * Java-compatible partitioner gives the key, in sections of at most `budget` bytes per partition
+ * (each message's key and value plus RECORD_OVERHEAD_BYTES, as the sink cuts requests). A section's
+ * records are numbered 0.. (their offset deltas): it is a record batch's body as it stands.
+ */
+export interface RowRecords {
+  /** The output topic's partitions and the per-partition budget the sections were cut for. */
+  readonly partitions: number;
+  readonly budget: number;
+  readonly bytes: Uint8Array;
+  /** Per message (in the order of bytes): the row it is, its partition, and its key and value in bytes. */
+  readonly rowIndex: Int32Array;
+  readonly partition: Int32Array;
+  readonly keyStart: Int32Array;
+  readonly keyEnd: Int32Array;
+  readonly valueStart: Int32Array;
+  readonly valueEnd: Int32Array;
+  /** SECTION_STRIDE ints per section, in the order of bytes. */
+  readonly sections: Int32Array;
 }
 
 /**

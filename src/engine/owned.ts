@@ -16,7 +16,7 @@
 import { Gate } from '../async/index.js';
 import { messageCount, movableOffsets, type Batch } from '../core/batch.js';
 import type { GeneratedLane } from '../core/generator.js';
-import type { DecodeResult, RejectReason } from '../core/messages.js';
+import type { DecodeResult, RejectReason, RowRecords } from '../core/messages.js';
 import type { CommitPoint, LaneIdentity, LaneInit } from '../commit/types.js';
 import { StreamstatsError } from '../errors.js';
 import { ownerLost, type LaneOwners } from '../pool/owners.js';
@@ -25,7 +25,8 @@ import type { RowRejection } from '../sinks/types.js';
 import type { ClosedBy } from '../windows/cells.js';
 import type { GeneratedBatch, LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
-import { FormattedElsewhere } from '../windows/row-task.js';
+import { FormattedElsewhere, linesOf } from '../windows/row-task.js';
+import { joinRecords, recordsWire } from '../sinks/kafka/row-records.js';
 import { releaseSlab } from '../windows/row-slabs.js';
 import { replaySplitAt, subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
@@ -601,7 +602,8 @@ function generatedBatch(lane: number, seq: number, g: GeneratedBatch | undefined
 
 /** A chunk's row objects, read back from its NDJSON: only for rows a sink refused (their dead letters). */
 function parsedRows(c: RowsChunk, where: LaneIdentity | undefined): RowBatch {
-  const text = Buffer.from(c.wire.ndjson.buffer, c.wire.ndjson.byteOffset, c.wire.ndjson.byteLength).toString('utf8');
+  const lines = c.wire.records === undefined ? c.wire.ndjson : linesOf(c.wire.records).ndjson;
+  const text = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength).toString('utf8');
   const rows = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as StatsRow);
   return { rows, ndjson: () => text, where };
 }
@@ -609,6 +611,15 @@ function parsedRows(c: RowsChunk, where: LaneIdentity | undefined): RowBatch {
 /** One RowBatch over several chunks (a sink that writes an emission as one piece: exactly-once Kafka). */
 function joined(parts: readonly RowBatch[], where: LaneIdentity | undefined): RowBatch {
   if (parts.length === 1) return parts[0]!;
+  const records = parts.map((p) => p.rowRecords?.() ?? null);
+  if (records.every((r) => r !== null && r.partitions === records[0]!.partitions && r.budget === records[0]!.budget)) {
+    let rows: StatsRow[] | null = null;
+    return new FormattedElsewhere({ ...recordsWire(joinRecords(records as RowRecords[]), 0) }, where, () => {
+      rows ??= parts.flatMap((p) => p.rows);
+      const all = rows;
+      return { rows: all, ndjson: () => all.map((r) => `${JSON.stringify(r)}\n`).join(''), where };
+    });
+  }
   const bytes = Buffer.concat(parts.map((p) => p.ndjsonBytes!()));
   const ends: number[] = [];
   const keyBytes: Buffer[] = [];

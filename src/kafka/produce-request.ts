@@ -108,8 +108,8 @@ export function releasePrepared(batches: readonly unknown[]): void {
   }
 }
 
-/** Evidence for the tests that our encoder wrote what was sent: batches by kind. */
-export const producePaths = { prepared: 0, messages: 0, inPlace: 0 };
+/** Evidence for the tests that our encoder wrote what was sent: batches by kind (sections: laid out from a worker's records). */
+export const producePaths = { prepared: 0, messages: 0, inPlace: 0, sections: 0 };
 
 type Partitioner = (a: { topic: string; partitionMetadata: unknown[]; message: unknown }) => number;
 

@@ -17,6 +17,9 @@
 import type { BufferPool } from './buffer-pool.js';
 import { compressRecords } from './compressors.js';
 import { crc32c } from './crc32c.js';
+import { putVarint, varintBytes, varlongBytes } from './varint.js';
+
+export { rangeRecordBytes, varintBytes, varlongBytes } from './varint.js';
 
 /** Header bytes before the first record. */
 export const BATCH_HEADER_BYTES = 61;
@@ -43,38 +46,6 @@ export interface BatchProducer {
 export interface RecordHeader {
   readonly key: string;
   readonly value: Buffer | string | null;
-}
-
-/** Bytes of x as a zigzag varint (x a 32-bit integer). */
-export function varintBytes(x: number): number {
-  let v = ((x << 1) ^ (x >> 31)) >>> 0;
-  let n = 1;
-  while (v >= 0x80) {
-    v >>>= 7;
-    n++;
-  }
-  return n;
-}
-
-/** Bytes of x as a zigzag varlong (x a safe integer). */
-export function varlongBytes(x: number): number {
-  let v = x >= 0 ? x * 2 : -x * 2 - 1;
-  let n = 1;
-  while (v >= 0x80) {
-    v = Math.floor(v / 128);
-    n++;
-  }
-  return n;
-}
-
-function putVarint(b: Buffer, o: number, x: number): number {
-  let v = ((x << 1) ^ (x >> 31)) >>> 0;
-  while (v >= 0x80) {
-    b[o++] = (v & 0x7f) | 0x80;
-    v >>>= 7;
-  }
-  b[o++] = v;
-  return o;
 }
 
 function putVarlong(b: Buffer, o: number, x: number): number {
@@ -226,6 +197,19 @@ export class RecordBatchWriter {
     this.#count++;
   }
 
+  /**
+   * Records already written as a batch's body (numbered 0..count-1, timestamp deltas 0: what
+   * src/sinks/kafka/row-records.ts writes), copied in as they are: only into an empty batch.
+   */
+  appendRecords(src: Uint8Array, start: number, end: number, count: number): void {
+    if (this.#count !== 0) throw new Error('RecordBatchWriter.appendRecords: the batch already has records, and these are numbered from 0');
+    this.#ensure(end - start);
+    // Buffer's copy, one memmove: set() from shared memory (a worker's slab) copies element by element.
+    Buffer.prototype.copy.call(src, this.#buf, this.#pos, start, end);
+    this.#pos += end - start;
+    this.#count = count;
+  }
+
   /** A record from a key, a value (strings as UTF-8; null or undefined: Kafka's null) and headers. */
   append(key: Buffer | string | null | undefined, value: Buffer | string | null | undefined, headers: readonly RecordHeader[] = [], timestampDelta = 0): void {
     const kn = byteLength(key);
@@ -294,15 +278,6 @@ export class RecordBatchWriter {
 /** The bytes appendRange() writes for a record of kn key bytes (-1: null) and vn value bytes, at most. */
 export function recordBytes(kn: number, vn: number): number {
   return RECORD_FRAMING_MAX_BYTES + Math.max(kn, 0) + vn;
-}
-
-/**
- * The exact bytes appendRange() writes for the record at offsetDelta of a batch, with kn key bytes
- * (-1: null), vn value bytes and timestamp delta 0: what lets a request be laid out before it is written.
- */
-export function rangeRecordBytes(kn: number, vn: number, offsetDelta: number): number {
-  const body = 1 + 1 + varintBytes(offsetDelta) + varintBytes(kn) + Math.max(kn, 0) + varintBytes(vn) + vn + 1;
-  return varintBytes(body) + body;
 }
 
 /** A message as kafkajs's producer takes it (the fields the encoder reads). */

@@ -54,6 +54,11 @@ export interface Sink {
   /** True when write() reads each row's identity key (the worker writes them with the rows). */
   readonly readsIdentityKeys?: boolean;
   /**
+   * Where the sink keeps its output's record layout (src/sinks/kafka/row-records.ts SharedRecordLayout):
+   * lane owners write a batch's rows as the sink's records once it says the layout.
+   */
+  readonly recordLayout?: SharedArrayBuffer;
+  /**
    * True when write() stores a batch by its COPY tuples where it has them (copyTuples(): made by the
    * worker that formatted the rows), and reads its row objects only for rows it refuses.
    */

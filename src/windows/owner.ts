@@ -18,6 +18,7 @@ import { rowsWire, type KeyScratch } from './row-task.js';
 import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type AmendSettings, type ApplyOutcome, type ClosedCells } from './store.js';
 import { CopyTupleWriter } from '../sinks/postgres/tuples.js';
+import { recordsWire, rowRecords, SharedRecordLayout, type RecordsScratch } from '../sinks/kafka/row-records.js';
 
 /** Sent once to each owner (workerData). */
 export interface OwnerSettings {
@@ -38,6 +39,8 @@ export interface OwnerSettings {
   readonly amend?: AmendSettings;
   /** The sink keys its messages by row identity (Kafka): each row's identity key comes back too. */
   readonly identityKeys: boolean;
+  /** The Kafka sink's output layout (SharedRecordLayout): rows come back as its records once the partitions are known. */
+  readonly recordLayout?: SharedArrayBuffer;
   /** The sink stores rows by COPY (PostgreSQL): each chunk's rows come back as COPY tuples too. */
   readonly copyTuples?: boolean;
   readonly chunk?: ChunkLimits;
@@ -153,6 +156,8 @@ export class LaneOwner {
   readonly #slabs = new RowSlabs();
   /** Where a chunk's rows are written before they are placed in a slab (one chunk at a time). */
   readonly #scratchRows: KeyScratch = { buf: Buffer.allocUnsafeSlow(0) };
+  readonly #scratchRecords: RecordsScratch = {};
+  readonly #recordLayout: SharedRecordLayout | null;
   readonly #tuples: CopyTupleWriter | null;
 
   constructor(settings: OwnerSettings) {
@@ -160,6 +165,7 @@ export class LaneOwner {
     this.#decoder = new Decoder(settings.decoder);
     this.#rows = new RowFormatter(settings.rows.windowMs, settings.rows.maxEntries, settings.percentiles ?? []);
     this.#tuples = settings.copyTuples === true ? new CopyTupleWriter(settings.rows.windowMs, settings.rows.maxEntries) : null;
+    this.#recordLayout = settings.recordLayout === undefined ? null : new SharedRecordLayout(settings.recordLayout);
     this.#store = {
       windowMs: settings.windowMs,
       latenessMs: settings.latenessMs,
@@ -292,7 +298,10 @@ export class LaneOwner {
     for (let i = 0; i < chunks.length; i++) {
       const c = chunks[i]!;
       const t = performance.now();
-      const rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t, this.#scratchRows, true);
+      let rows = rowsWire(this.#rows.format(c, where), c.length, this.#settings.identityKeys, t, this.#scratchRows, true);
+      // The Kafka sink's records, once it knows the output topic's partitions.
+      const layout = this.#settings.identityKeys ? (this.#recordLayout?.read() ?? null) : null;
+      if (layout !== null) rows = recordsWire(rowRecords(rows, layout, this.#scratchRecords), (performance.now() - t) / 1000);
       const copy = this.#tuples?.tuples(c, where);
       const { wire, slab } = this.#slabs.place(copy === undefined ? rows : { ...rows, copy }, true);
       out.push({ wire, slab, cells: c.length, windows: windowsEnded(c, chunks[i + 1]), amended: amendedRows(c) });

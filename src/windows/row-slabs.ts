@@ -56,8 +56,10 @@ export class RowSlabs {
     const keys = wire.keys;
     const keyEnds = wire.keyEnds;
     // Int32 columns first (4-byte aligned after the 8-byte header), then the bytes.
+    const r = wire.records;
     const need = HEADER + wire.lineEnds.byteLength + wire.ndjson.byteLength + (keys === null || keyEnds === null ? 0 : keyEnds.byteLength + keys.byteLength) +
-      (t === undefined ? 0 : t.ends.byteLength + t.rows.byteLength + t.metaEnds.byteLength + t.data.byteLength + t.meta.byteLength);
+      (t === undefined ? 0 : t.ends.byteLength + t.rows.byteLength + t.metaEnds.byteLength + t.data.byteLength + t.meta.byteLength) +
+      (r === undefined ? 0 : 6 * r.rowIndex.byteLength + r.sections.byteLength + r.bytes.byteLength);
     const slab = this.#free(need);
     if (slab === null) return { wire: views ? owned(wire) : wire, slab: null };
     Atomics.store(slab.state, 0, HELD);
@@ -80,9 +82,13 @@ export class RowSlabs {
     const lineEnds = ints(wire.lineEnds);
     const placedKeyEnds = keys === null || keyEnds === null ? null : ints(keyEnds);
     const tupleInts = t === undefined ? null : { ends: ints(t.ends), rows: ints(t.rows), metaEnds: ints(t.metaEnds) };
+    const recordInts = r === undefined ? null : {
+      rowIndex: ints(r.rowIndex), partition: ints(r.partition), keyStart: ints(r.keyStart), keyEnd: ints(r.keyEnd),
+      valueStart: ints(r.valueStart), valueEnd: ints(r.valueEnd), sections: ints(r.sections),
+    };
     const ndjson = bytes(wire.ndjson);
     const placedKeys = placedKeyEnds === null ? null : bytes(keys!);
-    const placed = { ...wire, lineEnds, ndjson, keys: placedKeys, keyEnds: placedKeyEnds };
+    const placed = { ...wire, lineEnds, ndjson, keys: placedKeys, keyEnds: placedKeyEnds, ...(r === undefined || recordInts === null ? {} : { records: { ...r, ...recordInts, bytes: bytes(r.bytes) } }) };
     if (t === undefined || tupleInts === null) return { wire: placed, slab: buffer };
     return { wire: { ...placed, copy: { ...t, ...tupleInts, data: bytes(t.data), meta: bytes(t.meta) } }, slab: buffer };
   }
@@ -110,14 +116,21 @@ export class RowSlabs {
   }
 }
 
-/** The wire's lines, ends and keys in arrays of their own (the tuples are always the wire's own). */
+/** The wire's lines, ends, keys and records in arrays of their own (the tuples are always the wire's own). */
 function owned(wire: RowsWire): RowsWire {
+  const r = wire.records;
   return {
     ...wire,
     ndjson: Uint8Array.prototype.slice.call(wire.ndjson),
     lineEnds: wire.lineEnds.slice(),
     keys: wire.keys === null ? null : Uint8Array.prototype.slice.call(wire.keys),
     keyEnds: wire.keyEnds === null ? null : wire.keyEnds.slice(),
+    ...(r === undefined ? {} : {
+      records: {
+        ...r, bytes: Uint8Array.prototype.slice.call(r.bytes), rowIndex: r.rowIndex.slice(), partition: r.partition.slice(), keyStart: r.keyStart.slice(),
+        keyEnd: r.keyEnd.slice(), valueStart: r.valueStart.slice(), valueEnd: r.valueEnd.slice(), sections: r.sections.slice(),
+      },
+    }),
   };
 }
 

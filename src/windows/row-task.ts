@@ -7,7 +7,7 @@ import { ClosedCells } from './cells.js';
 import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
 import type { ByteScratch } from './row-bytes.js';
 import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
-import type { CopyTuples, RowSettings, RowsTask, RowsWire } from '../core/messages.js';
+import type { CopyTuples, RowRecords, RowSettings, RowsTask, RowsWire } from '../core/messages.js';
 
 type Where = { readonly topic: string; readonly partition: number } | undefined;
 
@@ -131,20 +131,40 @@ export function rowsWire(batch: RowBatch, n: number, identityKeys: boolean, t0: 
  */
 export class FormattedElsewhere implements RowBatch {
   readonly where: Where;
-  readonly #wire: RowsWire;
-  readonly #bytes: Buffer;
-  readonly #keys: Buffer | null;
+  readonly #records: RowRecords | null;
+  #wire: RowsWire;
+  #bytes: Buffer;
+  #keys: Buffer | null;
   readonly #here: () => RowBatch;
   #batch: RowBatch | null = null;
 
   constructor(wire: RowsWire, where: Where, here: () => RowBatch) {
-    this.#wire = wire;
     this.where = where;
     this.#here = here;
+    this.#records = wire.records ?? null;
+    this.#wire = wire;
+    this.#bytes = NO_BYTES;
+    this.#keys = null;
+    if (this.#records === null) this.#take(wire);
+  }
+
+  #take(wire: RowsWire): void {
+    this.#wire = wire;
     const b = wire.ndjson;
     this.#bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
     const k = wire.keys;
     this.#keys = k === null ? null : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+  }
+
+  /** Rows that crossed as Kafka records: their lines and keys made from them, for whoever reads those. */
+  #lines(): void {
+    if (this.#records === null || this.#wire.records === undefined) return;
+    this.#take({ ...linesOf(this.#records), seconds: this.#wire.seconds });
+  }
+
+  /** The rows as Kafka records when the owner wrote them so (the Kafka sink's path). */
+  rowRecords(): RowRecords | null {
+    return this.#records;
   }
 
   #main(): RowBatch {
@@ -153,27 +173,33 @@ export class FormattedElsewhere implements RowBatch {
   }
 
   get rows(): readonly StatsRow[] {
+    this.#lines();
     return this.#main().rows;
   }
 
   ndjson(): string {
+    this.#lines();
     return this.#bytes.toString('utf8');
   }
 
   ndjsonBytes(): Buffer {
+    this.#lines();
     return this.#bytes;
   }
 
   lineEnds(): Int32Array {
+    this.#lines();
     return this.#wire.lineEnds;
   }
 
   json(i: number): string {
+    this.#lines();
     const ends = this.#wire.lineEnds;
     return this.#bytes.toString('utf8', i === 0 ? 0 : ends[i - 1]! + 1, ends[i]!);
   }
 
   identityKey(i: number): string {
+    this.#lines();
     const ends = this.#wire.keyEnds;
     if (this.#keys === null || ends === null) return this.#main().identityKey!(i);
     return this.#keys.toString('utf8', i === 0 ? 0 : ends[i - 1]!, ends[i]!);
@@ -184,6 +210,41 @@ export class FormattedElsewhere implements RowBatch {
   }
 
   identityKeyBytes(): { readonly bytes: Buffer; readonly ends: Int32Array } | null {
+    this.#lines();
     return this.#keys === null || this.#wire.keyEnds === null ? null : { bytes: this.#keys, ends: this.#wire.keyEnds };
   }
+}
+
+const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * NDJSON lines and identity keys in row order, read back from rows sent as records (for what reads
+ * those of a batch that went as records: a refused row's dead letter, a sink other than Kafka's).
+ */
+export function linesOf(r: RowRecords): Omit<RowsWire, 'seconds'> {
+  const n = r.rowIndex.length;
+  const msgOf = new Int32Array(n);
+  let bytes = 0;
+  let keyBytes = 0;
+  for (let m = 0; m < n; m++) {
+    msgOf[r.rowIndex[m]!] = m;
+    bytes += r.valueEnd[m]! - r.valueStart[m]! + 1;
+    keyBytes += r.keyEnd[m]! - r.keyStart[m]!;
+  }
+  const src = Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength);
+  const ndjson = Buffer.allocUnsafe(bytes);
+  const keys = Buffer.allocUnsafe(keyBytes);
+  const lineEnds = new Int32Array(n);
+  const keyEnds = new Int32Array(n);
+  let o = 0;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    const m = msgOf[i]!;
+    o += src.copy(ndjson, o, r.valueStart[m]!, r.valueEnd[m]!);
+    lineEnds[i] = o;
+    ndjson[o++] = 0x0a;
+    k += src.copy(keys, k, r.keyStart[m]!, r.keyEnd[m]!);
+    keyEnds[i] = k;
+  }
+  return { kind: 'rows', ndjson, lineEnds, keys, keyEnds };
 }

@@ -5,7 +5,7 @@ import { groupbyObject, isJsonKey, parseSeriesKey } from '../core/series.js';
 import { CLOSED_BY, ClosedCells, STAT, type CellList, type ClosedBy } from './cells.js';
 import { stddevOf } from '../core/stats.js';
 import { qualityText, rowsBytes, type ByteScratch } from './row-bytes.js';
-import type { CopyTuples } from '../core/messages.js';
+import type { CopyTuples, RowRecords } from '../core/messages.js';
 
 export interface StatsRow {
   name: string;
@@ -59,6 +59,8 @@ export interface RowBatch {
   lineEnds?(): Int32Array;
   /** Every identity key as UTF-8, back to back: key i ends at ends[i] (null when not made). */
   identityKeyBytes?(): { readonly bytes: Buffer; readonly ends: Int32Array } | null;
+  /** The rows as Kafka records, when the worker that formatted them wrote them so (null: none). */
+  rowRecords?(): RowRecords | null;
   /** The rows as PostgreSQL COPY tuples, when the worker that formatted them made those (null: none). */
   copyTuples?(): CopyTuples | null;
   /** The lane's topic and partition the rows carry (undefined: an unpartitioned source), without making rows. */

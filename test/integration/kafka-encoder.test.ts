@@ -13,6 +13,8 @@ import t, { type Test } from 'tap';
 import { producibleCompressions, type KafkaCompression } from '../../src/kafka/compression.js';
 import { preparedBatchesAccepted, producePaths } from '../../src/kafka/produce-request.js';
 import { KafkaSink, rowIdentityKey } from '../../src/sinks/kafka/index.js';
+import { recordsWire, rowRecords, SharedRecordLayout, type RecordLayout } from '../../src/sinks/kafka/row-records.js';
+import { FormattedElsewhere } from '../../src/windows/row-task.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
 import { brokers, client, createTopic, uid } from '../fixtures/kafka.js';
 
@@ -54,6 +56,22 @@ function bytesBatch(rows: StatsRow[]): RowBatch {
     json: (i) => JSON.stringify(rows[i]),
     identityKey: (i) => rowIdentityKey(rows[i]!),
   };
+}
+
+/**
+ * The same rows as a lane's owner sends them to the Kafka sink: written as records for the sink's
+ * layout (src/sinks/kafka/row-records.ts), sections of batch bodies the sink copies whole.
+ */
+function recordsBatch(rows: StatsRow[], layout: RecordLayout): RowBatch {
+  const lines = rows.map((r) => `${JSON.stringify(r)}\n`).join('');
+  const ndjson = Buffer.from(lines);
+  const lineEnds = new Int32Array(rows.length);
+  for (let i = 0, o = -1; i < rows.length; i++) lineEnds[i] = o = ndjson.indexOf(0x0a, o + 1);
+  const keys = rows.map((r) => Buffer.from(rowIdentityKey(r)));
+  const keyEnds = new Int32Array(rows.length);
+  for (let i = 0, o = 0; i < rows.length; i++) keyEnds[i] = o += keys[i]!.length;
+  const wire = { kind: 'rows' as const, ndjson, lineEnds, keys: Buffer.concat(keys), keyEnds, seconds: 0 };
+  return new FormattedElsewhere(recordsWire(rowRecords(wire, layout, {}), 0), rows[0]!.topic === undefined ? undefined : { topic: rows[0]!.topic, partition: rows[0]!.partition! }, () => ({ rows, ndjson: () => lines }));
 }
 
 /** key hex -> value hex of what went in. */
@@ -104,14 +122,24 @@ async function readWithJava(topics: readonly string[], n: number): Promise<ByTop
   return got;
 }
 
-/** 400 rows through a sink of this codec and mode into a fresh topic, as the engine writes them (four writes with commit points). */
-async function write(t: Test, compression: KafkaCompression, exactlyOnce: boolean, topic: string, inputTopic: string): Promise<{ topic: string; want: Map<string, string> }> {
+/**
+ * 400 rows through a sink of this codec and mode into a fresh topic, as the engine writes them (four
+ * writes with commit points). `records`: the last three writes as an owner writes them (the first
+ * tells the sink the topic's partitions, as at an engine's start).
+ */
+async function write(t: Test, compression: KafkaCompression, exactlyOnce: boolean, topic: string, inputTopic: string, records = false): Promise<{ topic: string; want: Map<string, string> }> {
   const input = { topic: inputTopic, partition: 0 };
   const s = new KafkaSink({ kafka: client(), topic, exactlyOnce, groupId: uid('g'), compression, logger, maxRequestBytes: 64 * 1024 });
   t.teardown(() => s.close());
   const rows = Array.from({ length: 400 }, (_, i) => row(i, input));
-  const results = await Promise.all([0, 1, 2, 3].map((w) =>
-    s.write(bytesBatch(rows.slice(w * 100, (w + 1) * 100)), { ...input, point: { position: (w + 1) * 100, watermarkMs: 1_581_425_000_000, appliedEnd: (w + 1) * 100 } })));
+  const commit = (w: number) => ({ ...input, point: { position: (w + 1) * 100, watermarkMs: 1_581_425_000_000, appliedEnd: (w + 1) * 100 } });
+  const first = records ? [await s.write(bytesBatch(rows.slice(0, 100)), commit(0))] : [];
+  const layout = new SharedRecordLayout(s.recordLayout).read();
+  if (records && layout === null) throw new Error('the sink did not say its layout after a write');
+  const results = [...first, ...await Promise.all((records ? [1, 2, 3] : [0, 1, 2, 3]).map((w) => {
+    const part = rows.slice(w * 100, (w + 1) * 100);
+    return s.write(records ? recordsBatch(part, layout!) : bytesBatch(part), commit(w));
+  }))];
   t.same(results.map((r) => r.rejected), [[], [], [], []], `${compression}${exactlyOnce ? ', exactly once' : ''}: no row rejected`);
   return { topic, want: expected(rows) };
 }
@@ -121,14 +149,21 @@ t.test('our produce path is installed (src/kafka/client.ts loads it before kafka
   t.ok(existsSync(READER) && existsSync(LIBS), `the Java reader and the broker's jars (${LIBS}; KAFKA_CACHE_DIR)`);
 });
 
-t.test('every codec at least once, and none and lz4 exactly once: our batches are accepted and read back, byte for byte, by kafkajs and by the Java consumer', async (t) => {
+t.test('every codec at least once, none and lz4 exactly once, and rows written as records by their owner: our batches are accepted and read back, byte for byte, by kafkajs and by the Java consumer', async (t) => {
   const before = producePaths.prepared;
-  const cases = [...producibleCompressions().map((c) => [c, false] as const), ['none', true] as const, ['lz4', true] as const];
+  const sectionsBefore = producePaths.sections;
+  // The last three: rows as their lane's owner writes them (records, sent section by section).
+  const cases = [
+    ...producibleCompressions().map((c) => [c, false, false] as const), ['none', true, false] as const, ['lz4', true, false] as const,
+    ['none', false, true] as const, ['none', true, true] as const, ['lz4', true, true] as const,
+  ];
   // Topics one after another (the broker answers concurrent creations with retriable errors), then the writes side by side.
   const topics: Array<[string, string]> = [];
   for (let i = 0; i < cases.length; i++) topics.push([await createTopic(t, 3), await createTopic(t, 1)]);
-  const written = await Promise.all(cases.map(([c, eos], i) => write(t, c, eos, topics[i]![0], topics[i]![1])));
+  const written = await Promise.all(cases.map(([c, eos, records], i) => write(t, c, eos, topics[i]![0], topics[i]![1], records)));
   t.ok(producePaths.prepared - before >= cases.length * 3, `our record batches were sent (${producePaths.prepared - before})`);
+  // 300 rows of about 1 KB (every 11th 6 KB) in 64 KiB requests over 3 partitions: several sections a partition.
+  t.ok(producePaths.sections - sectionsBefore >= 3 * 3 * 3, `sections written by the rows' owner were sent whole (${producePaths.sections - sectionsBefore})`);
   const want: ByTopic = new Map(written.map((w) => [w.topic, w.want]));
   const outputs = written.map((w) => w.topic);
   const n = total(want);

@@ -4,6 +4,7 @@ import { murmur2View } from '../../kafka/partitioner.js';
 import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
 import type { TopicLimits } from '../../kafka/topics.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
+import type { RowRecords } from '../../core/messages.js';
 import type { RowRejection } from '../types.js';
 
 /**
@@ -41,6 +42,13 @@ export interface EncodedRows {
   readonly bytes: number;
   /** Rows over the topic's max.message.bytes: never sent. */
   readonly rejected: RowRejection[];
+  /**
+   * Sections of the messages that are record-batch bodies as they stand (core/messages.ts RowRecords:
+   * keys and values are then in one buffer, each record's framing around them), cut for `budget`;
+   * null when the messages are to be written record by record.
+   */
+  readonly sections?: Int32Array | null;
+  readonly budget?: number;
 }
 
 /** Key and value bytes of message i. */
@@ -77,6 +85,8 @@ class ByteRun {
  * for the partition. No row object is made when the batch writes its own bytes.
  */
 export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits): EncodedRows {
+  const records = batch.rowRecords?.() ?? null;
+  if (records !== null) return fromRecords(records, topic, limits);
   let values: Buffer;
   let lineEnds: ArrayLike<number>;
   let key: (i: number) => string;
@@ -170,4 +180,56 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
     vs = newlines ? ve + 1 : ve;
   }
   return { rowCount: n, count: m, keys: keys.buf, values, keyStart, keyEnd, valueStart, valueEnd, partition, rowIndex, bytes, rejected };
+}
+
+/**
+ * Rows a worker wrote as records: its columns are the messages as they are. Only what changed since
+ * is redone here: the partitions when the topic's count is no longer the one they were hashed for,
+ * and a row now over max.message.bytes is set aside (the sections then no longer hold; the messages
+ * go record by record).
+ */
+function fromRecords(r: RowRecords, topic: string, limits: TopicLimits): EncodedRows {
+  const n = r.rowIndex.length;
+  const buf = Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength);
+  const max = limits.maxMessageBytes;
+  const partitions = limits.partitions;
+  let partition = r.partition;
+  let sections: Int32Array | null = r.sections;
+  if (partitions !== r.partitions) {
+    sections = null;
+    partition = new Int32Array(n);
+    const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    for (let m = 0; m < n; m++) partition[m] = partitions > 0 ? (murmur2View(view, r.keyStart[m]!, r.keyEnd[m]!) & 0x7fffffff) % partitions : -1;
+  }
+  let bytes = 0;
+  let over = 0;
+  for (let m = 0; m < n; m++) {
+    const size = r.keyEnd[m]! - r.keyStart[m]! + r.valueEnd[m]! - r.valueStart[m]!;
+    if (size + RECORD_OVERHEAD_BYTES > max) over++;
+    else bytes += size;
+  }
+  const base = { rowCount: n, keys: buf, values: buf, bytes };
+  if (over === 0) {
+    return { ...base, count: n, keyStart: r.keyStart, keyEnd: r.keyEnd, valueStart: r.valueStart, valueEnd: r.valueEnd, partition, rowIndex: r.rowIndex, rejected: [], sections, budget: r.budget };
+  }
+  const kept = n - over;
+  const cols = { keyStart: new Int32Array(kept), keyEnd: new Int32Array(kept), valueStart: new Int32Array(kept), valueEnd: new Int32Array(kept), partition: new Int32Array(kept), rowIndex: new Int32Array(kept) };
+  const rejected: RowRejection[] = [];
+  let k = 0;
+  for (let m = 0; m < n; m++) {
+    const size = r.keyEnd[m]! - r.keyStart[m]! + r.valueEnd[m]! - r.valueStart[m]!;
+    if (size + RECORD_OVERHEAD_BYTES > max) {
+      rejected.push({ index: r.rowIndex[m]!, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}` });
+      continue;
+    }
+    cols.keyStart[k] = r.keyStart[m]!;
+    cols.keyEnd[k] = r.keyEnd[m]!;
+    cols.valueStart[k] = r.valueStart[m]!;
+    cols.valueEnd[k] = r.valueEnd[m]!;
+    cols.partition[k] = partition[m]!;
+    cols.rowIndex[k] = r.rowIndex[m]!;
+    k++;
+  }
+  rejected.sort((a, b) => a.index - b.index);
+  return { ...base, count: kept, ...cols, rejected, sections: null };
 }

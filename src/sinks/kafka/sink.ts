@@ -19,7 +19,9 @@ import { compressionCode } from '../../kafka/compression.js';
 import { JavaCompatiblePartitioner } from '../../kafka/partitioner.js';
 import { installProduceEncoder } from '../../kafka/produce-request.js';
 import { disconnectTimeoutMs, ProducerSet } from '../../kafka/producer.js';
+import { requestBudget } from '../../kafka/requests.js';
 import { TopicLimits } from '../../kafka/topics.js';
+import { SharedRecordLayout } from './row-records.js';
 import type { RowBatch, StatsRow } from '../../windows/row.js';
 import type { CommitPoint, PositionStore } from '../../commit/types.js';
 import { WRITTEN_ALL, type Sink, type SinkCommit, type SinkWriteResult } from '../types.js';
@@ -37,6 +39,9 @@ export class KafkaSink implements Sink {
   readonly pipelined = true;
   readonly readsRowBytes = true;
   readonly readsIdentityKeys = true;
+  /** The output topic's partitions and request budget as last read, for the workers that write rows as records. */
+  readonly recordLayout: SharedArrayBuffer;
+  readonly #layout = new SharedRecordLayout();
   readonly wholeEmissions: boolean;
   readonly #o: KafkaSinkOptions;
   readonly #admin: LazyAdmin;
@@ -57,6 +62,7 @@ export class KafkaSink implements Sink {
     this.#admin = new LazyAdmin(kafka);
     this.#limits = new TopicLimits({ topic: opts.topic, admin: () => this.#admin.get(), logger: opts.logger, withPartitions: true });
     this.positions = opts.exactlyOnce ? this : undefined;
+    this.recordLayout = this.#layout.buffer;
     this.wholeEmissions = opts.exactlyOnce === true;
     this.describe = `kafka:${opts.topic}${opts.exactlyOnce ? ' (exactly-once)' : ''}`;
     this.#producers = new ProducerSet(kafka, opts.logger, producerFactory(opts));
@@ -85,6 +91,7 @@ export class KafkaSink implements Sink {
   async write(batch: RowBatch, commit?: SinkCommit): Promise<SinkWriteResult> {
     if (this.#closing !== null) throw new StreamstatsError('STREAMSTATS_SINK', `kafka: write to ${this.#o.topic} after close()`);
     await this.#limits.read();
+    this.#layout.set({ partitions: this.#limits.partitions, budget: requestBudget(this.#context.maxRequestBytes, this.#limits.maxMessageBytes) });
     // Encoded before anything else reads the batch: its rows as objects are never made here.
     const rows = encodeRows(batch, this.#o.topic, this.#limits);
     if (rows.rowCount === 0 && (commit === undefined || !this.#o.exactlyOnce)) return WRITTEN_ALL;

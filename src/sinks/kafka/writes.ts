@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { StreamstatsError } from '../../errors.js';
 import { rowLevelRefusal } from '../../kafka/errors.js';
 import type { ProducerSet } from '../../kafka/producer.js';
-import { layoutRequest, preparedBatchesAccepted, type PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
+import { SECTION_STRIDE } from '../../core/messages.js';
+import { layoutRequest, preparedBatchesAccepted, producePaths, type PreparedBatch, releasePrepared } from '../../kafka/produce-request.js';
 import { rangeRecordBytes } from '../../kafka/record-batch.js';
 import { RecordsRefused, sendRefusingOversizeBy } from '../../kafka/refusals.js';
 import { RECORD_OVERHEAD_BYTES, requestBudget } from '../../kafka/requests.js';
@@ -39,6 +40,10 @@ export interface SinkRequest {
  */
 export function* requests(c: GroupWriteContext, g: GroupMessages, ids: readonly number[]): Generator<SinkRequest> {
   const budget = requestBudget(c.maxRequestBytes, c.limits.maxMessageBytes);
+  if (ids.length === g.all.length && preparedBatchesAccepted() && g.writes.every((w) => w.sections != null && w.budget === budget)) {
+    yield* sectionRequests(g);
+    return;
+  }
   let maxPartition = -1;
   let prepared = preparedBatchesAccepted();
   for (const k of ids) {
@@ -96,6 +101,45 @@ function preparedRequest(g: GroupMessages, ids: readonly number[], from: number,
     writers[w.partition[i]! + 1]!.appendRange(w.keys, w.keyStart[i]!, w.keyEnd[i]!, w.values, w.valueStart[i]!, w.valueEnd[i]!);
   }
   return { count: to - from, messages: batches };
+}
+
+/**
+ * Requests of whole sections (batch bodies a worker wrote), in message order: a request takes the
+ * next section unless it already holds one of that partition (one batch per partition a request).
+ * Each section is copied into its place in one piece.
+ */
+function* sectionRequests(g: GroupMessages): Generator<SinkRequest> {
+  let parts: Array<{ readonly w: SinkWrite; readonly at: number }> = [];
+  let held = new Set<number>();
+  let count = 0;
+  for (const w of g.writes) {
+    const s = w.sections!;
+    for (let at = 0; at < s.length; at += SECTION_STRIDE) {
+      const p = s[at]!;
+      if (held.has(p)) {
+        yield sectionRequest(parts, count);
+        parts = [];
+        held = new Set();
+        count = 0;
+      }
+      parts.push({ w, at });
+      held.add(p);
+      count += s[at + 2]!;
+    }
+  }
+  if (parts.length > 0) yield sectionRequest(parts, count);
+}
+
+function sectionRequest(parts: Array<{ readonly w: SinkWrite; readonly at: number }>, count: number): SinkRequest {
+  parts.sort((a, b) => a.w.sections![a.at]! - b.w.sections![b.at]!);
+  const batches = layoutRequest(parts.map((x) => x.w.sections![x.at]!), parts.map((x) => x.w.sections![x.at + 4]! - x.w.sections![x.at + 3]!));
+  for (let j = 0; j < parts.length; j++) {
+    const { w, at } = parts[j]!;
+    const s = w.sections!;
+    batches[j]!.writer.appendRecords(w.values, s[at + 3]!, s[at + 4]!, s[at + 2]!);
+  }
+  producePaths.sections += parts.length;
+  return { count, messages: batches };
 }
 
 function plainRequest(g: GroupMessages, ids: readonly number[], from: number, to: number): SinkRequest {

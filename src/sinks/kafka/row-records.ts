@@ -1,0 +1,212 @@
+// Rows written as Kafka records where they are formatted (a lane's owner worker), so the main thread
+// sends each section as it stands: it lays a request out and copies a section's bytes in one piece,
+// instead of hashing each key for its partition and copying each key and value into its batch.
+// The bytes are what the main thread's encoder writes (RecordBatchWriter.appendRange): the same
+// records, partitions and order within a partition. Pure: the owner imports it through its entry.
+import { SECTION_STRIDE, type RowRecords, type RowsWire } from '../../core/messages.js';
+import { murmur2View } from '../../kafka/partitioner.js';
+import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
+import { putVarint, rangeRecordBytes } from '../../kafka/varint.js';
+
+/** What sections are cut for: the output topic's partitions (0: not known yet) and the per-partition budget. */
+export interface RecordLayout {
+  readonly partitions: number;
+  readonly budget: number;
+}
+
+/**
+ * The layout as the Kafka sink last read it, in shared memory the owners read before formatting a
+ * chunk: written by the main thread whenever the sink reads the topic's limits. A chunk formatted
+ * under an older layout is still sent right (the sink checks and falls back to cutting it itself).
+ */
+export class SharedRecordLayout {
+  readonly buffer: SharedArrayBuffer;
+  readonly #ints: Int32Array;
+
+  constructor(buffer: SharedArrayBuffer = new SharedArrayBuffer(8)) {
+    this.buffer = buffer;
+    this.#ints = new Int32Array(buffer, 0, 2);
+  }
+
+  set(layout: RecordLayout): void {
+    // Budget first: an owner that reads the new partitions reads a budget at least as new.
+    Atomics.store(this.#ints, 1, layout.budget);
+    Atomics.store(this.#ints, 0, layout.partitions);
+  }
+
+  /** The layout, or null while the partitions are not known. */
+  read(): RecordLayout | null {
+    const partitions = Atomics.load(this.#ints, 0);
+    if (partitions <= 0) return null;
+    return { partitions, budget: Atomics.load(this.#ints, 1) };
+  }
+}
+
+/** Scratch a formatting thread keeps across chunks (grown to the largest): rowRecords returns views of it. */
+export interface RecordsScratch {
+  ints?: Int32Array;
+  bytes?: Buffer;
+}
+
+/**
+ * The wire's rows (NDJSON lines and identity keys) as records for `layout`, in views of `scratch`
+ * valid until its next use. Messages are grouped by partition, in row order within one; a new
+ * section starts at each partition and where the next message would pass the budget.
+ */
+export function rowRecords(wire: RowsWire, layout: RecordLayout, scratch: RecordsScratch): RowRecords {
+  const n = wire.lineEnds.length;
+  const keys = wire.keys;
+  const keyEnds = wire.keyEnds;
+  if (keys === null || keyEnds === null) throw new Error('rowRecords: the rows were formatted without identity keys');
+  const lineEnds = wire.lineEnds;
+  const values = wire.ndjson;
+  const { partitions, budget } = layout;
+  const need = 7 * n + SECTION_STRIDE * n;
+  if (scratch.ints === undefined || scratch.ints.length < need) scratch.ints = new Int32Array(Math.max(need, 2 * (scratch.ints?.length ?? 0)));
+  const ints = scratch.ints;
+  const rowIndex = ints.subarray(0, n);
+  const partition = ints.subarray(n, 2 * n);
+  const keyStart = ints.subarray(2 * n, 3 * n);
+  const keyEnd = ints.subarray(3 * n, 4 * n);
+  const valueStart = ints.subarray(4 * n, 5 * n);
+  const valueEnd = ints.subarray(5 * n, 6 * n);
+  const rowPartition = ints.subarray(6 * n, 7 * n);
+  const sectionInts = ints.subarray(7 * n);
+  // Each row's partition, and where each partition's messages begin (a stable counting sort).
+  const view = new DataView(keys.buffer, keys.byteOffset, keys.byteLength);
+  const first = new Int32Array(partitions + 1);
+  for (let i = 0; i < n; i++) {
+    const p = (murmur2View(view, i === 0 ? 0 : keyEnds[i - 1]!, keyEnds[i]!) & 0x7fffffff) % partitions;
+    rowPartition[i] = p;
+    first[p + 1]!++;
+  }
+  for (let p = 0; p < partitions; p++) first[p + 1]! += first[p]!;
+  for (let i = 0; i < n; i++) rowIndex[first[rowPartition[i]!]!++] = i;
+  // Sections, and the exact bytes of every record (its offset delta is its place in its section).
+  let sections = 0;
+  let total = 0;
+  let used = 0;
+  let from = 0;
+  for (let m = 0; m < n; m++) {
+    const i = rowIndex[m]!;
+    const p = rowPartition[i]!;
+    const kn = keyEnds[i]! - (i === 0 ? 0 : keyEnds[i - 1]!);
+    const vn = lineEnds[i]! - (i === 0 ? 0 : lineEnds[i - 1]! + 1);
+    const size = kn + vn + RECORD_OVERHEAD_BYTES;
+    if (m === 0 || p !== partition[m - 1] || used + size > budget) {
+      if (m > 0) sectionInts[(sections - 1) * SECTION_STRIDE + 2] = m - from;
+      sectionInts[sections * SECTION_STRIDE] = p;
+      sectionInts[sections * SECTION_STRIDE + 1] = m;
+      sections++;
+      from = m;
+      used = 0;
+    }
+    used += size;
+    partition[m] = p;
+    total += rangeRecordBytes(kn, vn, m - from);
+  }
+  if (n > 0) sectionInts[(sections - 1) * SECTION_STRIDE + 2] = n - from;
+  if (scratch.bytes === undefined || scratch.bytes.length < total) scratch.bytes = Buffer.allocUnsafeSlow(Math.max(total, 2 * (scratch.bytes?.length ?? 0)));
+  const out = scratch.bytes;
+  const src = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+  const keySrc = Buffer.from(keys.buffer, keys.byteOffset, keys.byteLength);
+  let o = 0;
+  for (let s = 0; s < sections; s++) {
+    const at = s * SECTION_STRIDE;
+    const m0 = sectionInts[at + 1]!;
+    const count = sectionInts[at + 2]!;
+    sectionInts[at + 3] = o;
+    for (let d = 0; d < count; d++) {
+      const m = m0 + d;
+      const i = rowIndex[m]!;
+      const ks = i === 0 ? 0 : keyEnds[i - 1]!;
+      const ke = keyEnds[i]!;
+      const vs = i === 0 ? 0 : lineEnds[i - 1]! + 1;
+      const ve = lineEnds[i]!;
+      const kn = ke - ks;
+      const vn = ve - vs;
+      // As RecordBatchWriter.appendRange writes it: length, attributes 0, timestamp delta 0, offset delta, key, value, no headers.
+      const body = 1 + 1 + varintSize(d) + varintSize(kn) + kn + varintSize(vn) + vn + 1;
+      o = putVarint(out, o, body);
+      out[o++] = 0;
+      out[o++] = 0;
+      o = putVarint(out, o, d);
+      o = putVarint(out, o, kn);
+      keyStart[m] = o;
+      o += keySrc.copy(out, o, ks, ke);
+      keyEnd[m] = o;
+      o = putVarint(out, o, vn);
+      valueStart[m] = o;
+      o += src.copy(out, o, vs, ve);
+      valueEnd[m] = o;
+      out[o++] = 0;
+    }
+    sectionInts[at + 4] = o;
+  }
+  return {
+    partitions,
+    budget,
+    bytes: out.subarray(0, o),
+    rowIndex,
+    partition,
+    keyStart,
+    keyEnd,
+    valueStart,
+    valueEnd,
+    sections: sectionInts.subarray(0, sections * SECTION_STRIDE),
+  };
+}
+
+const NO_BYTES = new Uint8Array(0);
+const NO_INTS = new Int32Array(0);
+
+/** A wire that carries its rows as records only. */
+export function recordsWire(records: RowRecords, seconds: number): RowsWire {
+  return { kind: 'rows', ndjson: NO_BYTES, lineEnds: NO_INTS, keys: null, keyEnds: null, seconds, records };
+}
+
+/** Bytes of a non-negative int32 as a zigzag varint (varintBytes without its general case). */
+function varintSize(x: number): number {
+  return x < 64 ? 1 : x < 8192 ? 2 : x < 1048576 ? 3 : x < 134217728 ? 4 : 5;
+}
+
+/** Records of several chunks as one (an emission written whole): bytes back to back, positions moved. */
+export function joinRecords(parts: readonly RowRecords[]): RowRecords {
+  let n = 0;
+  let bytes = 0;
+  let sectionInts = 0;
+  for (const r of parts) {
+    n += r.rowIndex.length;
+    bytes += r.bytes.byteLength;
+    sectionInts += r.sections.length;
+  }
+  const out = Buffer.allocUnsafe(bytes);
+  const cols = { rowIndex: new Int32Array(n), partition: new Int32Array(n), keyStart: new Int32Array(n), keyEnd: new Int32Array(n), valueStart: new Int32Array(n), valueEnd: new Int32Array(n) };
+  const sections = new Int32Array(sectionInts);
+  let m = 0;
+  let o = 0;
+  let s = 0;
+  for (const r of parts) {
+    const k = r.rowIndex.length;
+    Buffer.prototype.copy.call(r.bytes, out, o);
+    for (let j = 0; j < k; j++) {
+      cols.rowIndex[m + j] = r.rowIndex[j]! + m;
+      cols.partition[m + j] = r.partition[j]!;
+      cols.keyStart[m + j] = r.keyStart[j]! + o;
+      cols.keyEnd[m + j] = r.keyEnd[j]! + o;
+      cols.valueStart[m + j] = r.valueStart[j]! + o;
+      cols.valueEnd[m + j] = r.valueEnd[j]! + o;
+    }
+    for (let j = 0; j < r.sections.length; j += SECTION_STRIDE) {
+      sections[s + j] = r.sections[j]!;
+      sections[s + j + 1] = r.sections[j + 1]! + m;
+      sections[s + j + 2] = r.sections[j + 2]!;
+      sections[s + j + 3] = r.sections[j + 3]! + o;
+      sections[s + j + 4] = r.sections[j + 4]! + o;
+    }
+    m += k;
+    o += r.bytes.byteLength;
+    s += r.sections.length;
+  }
+  return { partitions: parts[0]?.partitions ?? 0, budget: parts[0]?.budget ?? 0, bytes: out, ...cols, sections };
+}
