@@ -235,8 +235,8 @@ export interface RowsWire {
   readonly records?: RowRecords;
 }
 
-/** Ints a section of RowRecords takes: its partition, first message, messages, first byte, end byte. */
-export const SECTION_STRIDE = 5;
+/** Ints a section of RowRecords takes: its partition, first message, messages, first byte, end byte, and its bytes' CRC32C. */
+export const SECTION_STRIDE = 6;
 
 /**
  * Rows as the Kafka sink sends them (src/sinks/kafka/row-records.ts): one record per row (key the

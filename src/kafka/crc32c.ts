@@ -74,3 +74,43 @@ export function crc32c(b: Buffer, start = 0, end = b.length): number {
   if (native === null) return crc32cJs(b, start, end);
   return native(start === 0 && end === b.length ? b : b.subarray(start, end)) >>> 0;
 }
+
+// Combining CRCs (zlib's crc32_combine, for CRC32C's polynomial): the CRC of A followed by B from the
+// CRC of each and B's length, so the body of a batch can be checksummed where it is written (a lane's
+// owner) and its header's 40 bytes here. Polynomials are bit-reflected, x^0 in the top bit.
+
+/** a(x) * b(x) modulo the polynomial. */
+function multModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if ((a & m) !== 0) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = b & 1 ? (b >>> 1) ^ POLY : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+/** X2N[k] = x^(2^k) modulo the polynomial. */
+const X2N = new Uint32Array(32);
+X2N[0] = 0x40000000;
+for (let k = 1; k < 32; k++) X2N[k] = multModP(X2N[k - 1]!, X2N[k - 1]!);
+
+/** x^(n * 2^k) modulo the polynomial. */
+function x2nModP(n: number, k: number): number {
+  let p = 0x80000000;
+  while (n > 0) {
+    if (n & 1) p = multModP(X2N[k & 31]!, p);
+    n = Math.floor(n / 2);
+    k++;
+  }
+  return p;
+}
+
+/** The CRC32C of A followed by B, from crcA, crcB and B's length in bytes. */
+export function crc32cCombine(crcA: number, crcB: number, lengthB: number): number {
+  return (multModP(x2nModP(lengthB, 3), crcA >>> 0) ^ crcB) >>> 0;
+}

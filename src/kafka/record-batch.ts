@@ -16,7 +16,7 @@
 // count, then key as varint-length string and value as varint-length bytes, -1 = null).
 import type { BufferPool } from './buffer-pool.js';
 import { compressRecords } from './compressors.js';
-import { crc32c } from './crc32c.js';
+import { crc32c, crc32cCombine } from './crc32c.js';
 import { putVarint, varintBytes, varlongBytes } from './varint.js';
 
 export { rangeRecordBytes, varintBytes, varlongBytes } from './varint.js';
@@ -100,6 +100,8 @@ export class RecordBatchWriter {
   #borrowed = false;
   #pos = BATCH_HEADER_BYTES;
   #count = 0;
+  /** The CRC32C of the records when appendRecords() was told it (-1: not known). */
+  #recordsCrc = -1;
   #maxTimestampDelta = 0;
 
   /**
@@ -170,6 +172,7 @@ export class RecordBatchWriter {
   }
 
   #head(bodyBytes: number, timestampDelta: number): number {
+    this.#recordsCrc = -1;
     this.#ensure(varintBytes(bodyBytes) + bodyBytes);
     if (timestampDelta > this.#maxTimestampDelta) this.#maxTimestampDelta = timestampDelta;
     let o = putVarint(this.#buf, this.#pos, bodyBytes);
@@ -201,9 +204,10 @@ export class RecordBatchWriter {
    * Records already written as a batch's body (numbered 0..count-1, timestamp deltas 0: what
    * src/sinks/kafka/row-records.ts writes), copied in as they are: only into an empty batch.
    */
-  appendRecords(src: Uint8Array, start: number, end: number, count: number): void {
+  appendRecords(src: Uint8Array, start: number, end: number, count: number, crc?: number): void {
     if (this.#count !== 0) throw new Error('RecordBatchWriter.appendRecords: the batch already has records, and these are numbered from 0');
     this.#ensure(end - start);
+    this.#recordsCrc = crc === undefined ? -1 : crc >>> 0;
     // Buffer's copy, one memmove: set() from shared memory (a worker's slab) copies element by element.
     Buffer.prototype.copy.call(src, this.#buf, this.#pos, start, end);
     this.#pos += end - start;
@@ -270,7 +274,9 @@ export class RecordBatchWriter {
     b.writeInt16BE(p.producerEpoch, at + 51);
     b.writeInt32BE(p.firstSequence, at + 53);
     b.writeInt32BE(this.#count, at + 57);
-    b.writeUInt32BE(crc32c(b, at + CRC_FROM, end), at + 17);
+    // Records checksummed where they were written: only the header's 40 bytes here.
+    const crc = codec === 0 && this.#recordsCrc >= 0 ? crc32cCombine(crc32c(b, at + CRC_FROM, at + BATCH_HEADER_BYTES), this.#recordsCrc, end - at - BATCH_HEADER_BYTES) : crc32c(b, at + CRC_FROM, end);
+    b.writeUInt32BE(crc, at + 17);
     return at === 0 && end === b.length ? b : b.subarray(at, end);
   }
 }

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { createRequire } from 'node:module';
 import { registerCodecs } from '../../src/kafka/codecs.js';
 import { producibleCompressions, compressionCode } from '../../src/kafka/compression.js';
-import { crc32c, crc32cJs, CRC32C_IMPLEMENTATION } from '../../src/kafka/crc32c.js';
+import { crc32c, crc32cCombine, crc32cJs, CRC32C_IMPLEMENTATION } from '../../src/kafka/crc32c.js';
 import { encodeMessages, recordBytes, RecordBatchWriter, varintBytes, varlongBytes, type BatchProducer, type PlainMessage } from '../../src/kafka/record-batch.js';
 
 const require = createRequire(import.meta.url);
@@ -95,6 +95,27 @@ t.test('CRC32C: the check value, kafkajs\'s table, and every alignment and lengt
     }),
     { numRuns: 500 },
   );
+});
+
+t.test('CRC32C combined from the CRCs of two parts is the CRC of the whole, for any cut', async (t) => {
+  fc.assert(fc.property(fc.uint8Array({ maxLength: 3000 }), fc.nat(), (a, c) => {
+    const b = Buffer.from(a);
+    const cut = c % (b.length + 1);
+    return crc32cCombine(crc32cJs(b, 0, cut), crc32cJs(b, cut), b.length - cut) === crc32cJs(b);
+  }), { numRuns: 500 });
+  // A batch sealed from records whose CRC was given: the same bytes as one checksummed whole.
+  const body = new RecordBatchWriter(0);
+  for (let i = 0; i < 300; i++) body.appendRange(Buffer.from(`k${i}`), 0, `k${i}`.length, Buffer.from(`v${i}`.repeat(i % 13)), 0, `v${i}`.length * (i % 13));
+  const p: BatchProducer = { producerId: 7n, producerEpoch: 1, firstSequence: 40, transactional: true };
+  const whole = Buffer.from(body.sealUncompressed(1_600_000_000_000, p));
+  const records = whole.subarray(61);
+  const told = new RecordBatchWriter(records.length);
+  told.appendRecords(records, 0, records.length, 300, crc32cJs(records));
+  t.ok(told.sealUncompressed(1_600_000_000_000, p).equals(whole), 'header CRC combined with the records\' CRC: the same batch');
+  const untold = new RecordBatchWriter(records.length);
+  untold.appendRecords(records, 0, records.length, 300);
+  t.ok(untold.sealUncompressed(1_600_000_000_000, p).equals(whole), 'without it, checksummed whole: the same batch');
+  t.throws(() => told.appendRecords(records, 0, 10, 1), /numbered from 0/, 'records numbered from 0 go only into an empty batch');
 });
 
 t.test('varint sizes are the bytes written', async (t) => {

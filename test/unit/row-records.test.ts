@@ -4,6 +4,7 @@
 // RecordBatchWriter.appendRange writes it, and no section over the budget the sink cuts requests by.
 import t, { type Test } from 'tap';
 import { SECTION_STRIDE, type RowRecords, type RowsWire } from '../../src/core/messages.js';
+import { crc32cJs } from '../../src/kafka/crc32c.js';
 import { RecordBatchWriter } from '../../src/kafka/record-batch.js';
 import { RECORD_OVERHEAD_BYTES } from '../../src/kafka/requests.js';
 import { encodeRows } from '../../src/sinks/kafka/messages.js';
@@ -45,7 +46,8 @@ function checkSections(t: Test, r: RowRecords, budget: number): void {
   let next = 0;
   let bytesAt = 0;
   for (let at = 0; at < r.sections.length; at += SECTION_STRIDE) {
-    const [p, first, count, start, end] = [...r.sections.subarray(at, at + SECTION_STRIDE)];
+    const [p, first, count, start, end, crc] = [...r.sections.subarray(at, at + SECTION_STRIDE)];
+    if (crc! >>> 0 !== crc32cJs(buf, start, end)) t.fail(`section ${at / SECTION_STRIDE}: its CRC32C`);
     if (first !== next || start !== bytesAt) t.fail(`section ${at / SECTION_STRIDE} follows the one before`);
     next = first! + count!;
     bytesAt = end!;

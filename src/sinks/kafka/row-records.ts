@@ -4,6 +4,7 @@
 // The bytes are what the main thread's encoder writes (RecordBatchWriter.appendRange): the same
 // records, partitions and order within a partition. Pure: the owner imports it through its entry.
 import { SECTION_STRIDE, type RowRecords, type RowsWire } from '../../core/messages.js';
+import { crc32c } from '../../kafka/crc32c.js';
 import { murmur2View } from '../../kafka/partitioner.js';
 import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
 import { putVarint, rangeRecordBytes } from '../../kafka/varint.js';
@@ -142,6 +143,8 @@ export function rowRecords(wire: RowsWire, layout: RecordLayout, scratch: Record
       out[o++] = 0;
     }
     sectionInts[at + 4] = o;
+    // Checksummed here, where the bytes are warm: the sink combines it with its header's.
+    sectionInts[at + 5] = crc32c(out, sectionInts[at + 3]!, o) | 0;
   }
   return {
     partitions,
@@ -203,6 +206,7 @@ export function joinRecords(parts: readonly RowRecords[]): RowRecords {
       sections[s + j + 2] = r.sections[j + 2]!;
       sections[s + j + 3] = r.sections[j + 3]! + o;
       sections[s + j + 4] = r.sections[j + 4]! + o;
+      sections[s + j + 5] = r.sections[j + 5]!;
     }
     m += k;
     o += r.bytes.byteLength;

@@ -136,7 +136,7 @@ function sectionRequest(parts: Array<{ readonly w: SinkWrite; readonly at: numbe
   for (let j = 0; j < parts.length; j++) {
     const { w, at } = parts[j]!;
     const s = w.sections!;
-    batches[j]!.writer.appendRecords(w.values, s[at + 3]!, s[at + 4]!, s[at + 2]!);
+    batches[j]!.writer.appendRecords(w.values, s[at + 3]!, s[at + 4]!, s[at + 2]!, s[at + 5]!);
   }
   producePaths.sections += parts.length;
   return { count, messages: batches };
