@@ -1,7 +1,7 @@
 // Against a real Kafka broker (KAFKA_BROKERS; npm test starts one): the Kafka statistics sink in both
 // modes (rows keyed by identity; rows and input offsets in one transaction, aborts invisible to
 // read_committed readers, zombie fencing) and the Kafka dead-letter output.
-import type { IHeaders, Kafka } from 'kafkajs';
+import type { IHeaders } from 'kafkajs';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { KafkaDeadLetter, DLQ_HEADERS } from '../../src/sinks/dead-letter-kafka.js';
@@ -12,7 +12,9 @@ import { KafkaSink, rowIdentityKey, type KafkaSinkOptions } from '../../src/sink
 import { StreamstatsError } from '../../src/errors.js';
 import { producibleCompressions, zstdAvailable } from '../../src/kafka/compression.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
-import { client, createTopic, uid } from '../fixtures/kafka.js';
+import { brokers, client, createTopic, uid } from '../fixtures/kafka.js';
+// After the modules above: src/kafka/client.ts has put our produce path in kafkajs's cache by now.
+import { Kafka, logLevel } from 'kafkajs';
 
 const logger = pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' });
 
@@ -114,10 +116,11 @@ async function committedOffsets(groupId: string, topic: string) {
 const parsed = (got: readonly Received[]) => got.map((m) => JSON.parse(m.value!.toString('utf8')) as StatsRow);
 
 /**
- * A client whose producers' first transaction with offsets fails in sendOffsets, after its rows were
- * sent (as a broker rejecting TxnOffsetCommit would): the sink must abort.
+ * A client whose producers' first transaction fails once: in sendOffsets (as a broker rejecting
+ * TxnOffsetCommit would), or in its second send, after a first request of rows was written. The sink
+ * must abort, and none of the transaction's rows may be visible to read_committed readers.
  */
-function failingOffsetsOnce(real: Kafka): Kafka {
+function failingTransactionOnce(real: Kafka, where: 'offsets' | 'second send'): Kafka {
   let failed = false;
   const wrapped = Object.create(real) as Kafka;
   wrapped.producer = (cfg) => {
@@ -125,28 +128,28 @@ function failingOffsetsOnce(real: Kafka): Kafka {
     const transaction = p.transaction.bind(p);
     p.transaction = async () => {
       const tx = await transaction();
-      const sendOffsets = tx.sendOffsets.bind(tx);
-      tx.sendOffsets = async (o) => {
-        if (failed) return sendOffsets(o);
-        failed = true;
-        throw new Error('injected TxnOffsetCommit failure');
-      };
+      if (where === 'offsets') {
+        const sendOffsets = tx.sendOffsets.bind(tx);
+        tx.sendOffsets = async (o) => {
+          if (failed) return sendOffsets(o);
+          failed = true;
+          throw new Error('injected TxnOffsetCommit failure');
+        };
+      } else {
+        const send = tx.send.bind(tx);
+        let sends = 0;
+        tx.send = async (r) => {
+          if (failed || ++sends < 2) return send(r);
+          failed = true;
+          throw new Error('injected failure of a send');
+        };
+      }
       return tx;
     };
     return p;
   };
   return wrapped;
 }
-
-t.test('options are validated with the option, the value and what is allowed', async (t) => {
-  const base = { kafka: { producer: () => { throw new Error('not used'); } } as unknown as Kafka, exactlyOnce: false, groupId: 'g', logger };
-  t.throws(() => new KafkaSink({ ...base, topic: 'bad topic' }), { code: 'STREAMSTATS_CONFIG', message: /topic \("bad topic"\) is not valid/ });
-  t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'brotli' as never }), { message: /compression \("brotli"\) is not valid: one of none, gzip, snappy, lz4/ });
-  if (zstdAvailable()) t.doesNotThrow(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' }), 'zstd where node:zlib has it');
-  else t.throws(() => new KafkaSink({ ...base, topic: 'out', compression: 'zstd' }), { message: /compression \("zstd"\) is not valid: .*zstd needs Node >= 22\.15/ });
-  t.throws(() => new KafkaSink({ ...base, topic: 'out', exactlyOnce: true, groupId: '' }), { message: /groupId \(""\) is not valid: exactly-once needs/ });
-  t.throws(() => new KafkaDeadLetter({ kafka: base.kafka, topic: 'dlq', logger, maxRequestBytes: 10 }), { message: /maxRequestBytes \(10\) is not valid/ });
-});
 
 t.test('at-least-once: rows keyed by identity, read back equal, one identity in one partition', async (t) => {
   const out = await createTopic(t, 3);
@@ -210,30 +213,56 @@ t.test('exactly-once: back-to-back transactions with offsets do not fail with CO
   t.equal((await committedOffsets(groupId, input)).get(0)?.offset, '15', 'every transaction committed');
 });
 
-t.test('exactly-once: a transaction whose offsets fail is aborted, and read_committed readers never see its rows', async (t) => {
-  const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
+t.test('exactly-once: back-to-back transactions of rows: no send waits out CONCURRENT_TRANSACTIONS in kafkajs\'s 300 ms retry', async (t) => {
+  const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 3)]);
   const groupId = uid('g');
-  const s = sink(t, { kafka: failingOffsetsOnce(client()), topic: out, exactlyOnce: true, groupId });
-  const doomed = rowsFor(8, 0, { topic: input, partition: 0 });
-  const err = await s.write(doomed, commitFor(input, 0, 10)).then(() => null, (e: unknown) => e);
-  t.type(err, StreamstatsError);
-  t.match((err as StreamstatsError).message, /transaction for .*\/0 aborted: 8 rows .*: injected TxnOffsetCommit failure/);
-  t.equal((err as StreamstatsError).canRetry, true, 'aborted before commit: retrying is safe');
-
-  const kept = rowsFor(3, 50, { topic: input, partition: 0 });
-  await s.write(kept, commitFor(input, 0, 20));
-  const keptKeys = new Set(kept.rows.map(rowIdentityKey));
-  const doomedKeys = new Set(doomed.rows.map(rowIdentityKey));
-  // One output partition: once the later committed rows are read, everything before them was too.
-  const [committed, uncommitted] = await Promise.all([
-    readTopic(out, { until: atLeast(3), settleMs: 300 }),
-    readTopic(out, { until: atLeast(11), readUncommitted: true, settleMs: 300 }),
-  ]);
-  t.same(committed.map((m) => m.key!.toString()).sort(), [...keptKeys].sort(), 'read_committed: only the committed rows');
-  t.equal(uncommitted.filter((m) => doomedKeys.has(m.key!.toString())).length, 8, 'read_uncommitted: the aborted rows were written (so the abort hid them)');
-  const offsets = await committedOffsets(groupId, input);
-  t.equal(offsets.get(0)?.offset, '20', 'only the committed transaction moved the offset');
+  const logged: string[] = [];
+  const kafka = new Kafka({
+    clientId: 'streamstats-test',
+    brokers: brokers(),
+    logLevel: logLevel.WARN,
+    logCreator: () => (e) => void logged.push(`${e.log.message} ${String(e.log['error'] ?? '')}`),
+  });
+  const s = sink(t, { topic: out, exactlyOnce: true, groupId, kafka });
+  const n = 12;
+  for (let i = 1; i <= n; i++) await s.write(rowsFor(40, i * 40, { topic: input, partition: 0 }), commitFor(input, 0, i));
+  const retried = logged.filter((l) => /Failed to send messages|AddPartitionsToTxn/.test(l));
+  t.same(retried, [], 'no send of a transaction met the previous commit still completing');
+  t.equal((await committedOffsets(groupId, input)).get(0)?.offset, String(n), 'every transaction committed');
+  const got = await readTopic(out, { until: atLeast(40 * n), settleMs: 300 });
+  t.equal(got.length, 40 * n, 'every row once, read committed');
 });
+
+for (const where of ['offsets', 'second send'] as const) {
+  t.test(`exactly-once: a transaction that fails in its ${where} is aborted, and read_committed readers never see its rows`, async (t) => {
+    const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
+    const groupId = uid('g');
+    // Requests of two or three rows: the transaction's rows go in several.
+    const s = sink(t, { kafka: failingTransactionOnce(client(), where), topic: out, exactlyOnce: true, groupId, maxRequestBytes: 1500 });
+    const doomed = rowsFor(8, 0, { topic: input, partition: 0 });
+    const err = await s.write(doomed, commitFor(input, 0, 10)).then(() => null, (e: unknown) => e);
+    t.type(err, StreamstatsError);
+    t.match((err as StreamstatsError).message, new RegExp(`transaction for .*/0 aborted: 8 rows .*: injected ${where === 'offsets' ? 'TxnOffsetCommit failure' : 'failure of a send'}`));
+    t.equal((err as StreamstatsError).canRetry, true, 'aborted before commit: retrying is safe');
+
+    const kept = rowsFor(3, 50, { topic: input, partition: 0 });
+    await s.write(kept, commitFor(input, 0, 20));
+    const keptKeys = new Set(kept.rows.map(rowIdentityKey));
+    const doomedKeys = new Set(doomed.rows.map(rowIdentityKey));
+    // One output partition: once the later committed rows are read, everything before them was too.
+    const written = where === 'offsets' ? 0 : 2;
+    const [committed, uncommitted] = await Promise.all([
+      readTopic(out, { until: atLeast(3), settleMs: 300 }),
+      readTopic(out, { until: atLeast(3 + written), readUncommitted: true, settleMs: 300 }),
+    ]);
+    t.same(committed.map((m) => m.key!.toString()).sort(), [...keptKeys].sort(), 'read_committed: only the committed rows');
+    const doomedWritten = uncommitted.filter((m) => doomedKeys.has(m.key!.toString())).length;
+    if (where === 'offsets') t.equal(doomedWritten, 0, 'read_uncommitted: no row was sent (the offset goes first)');
+    else t.ok(doomedWritten >= 2 && doomedWritten < 8, `read_uncommitted: ${doomedWritten} aborted rows were written (so the abort hid them)`);
+    const offsets = await committedOffsets(groupId, input);
+    t.equal(offsets.get(0)?.offset, '20', 'only the committed transaction moved the offset');
+  });
+}
 
 t.test('exactly-once: a newer owner of an input partition fences the older one', async (t) => {
   const [input, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1)]);
