@@ -14,11 +14,11 @@ import { EMIT_CHUNK_DEFAULTS, splitCells, windowsEnded, type ChunkLimits } from 
 import { amendedRows, type ClosedBy } from './cells.js';
 import { Lane, replaySplitAt, type StoreSettings } from './lane.js';
 import { RowFormatter } from './row.js';
-import { rowsWire, type KeyScratch } from './row-task.js';
+import { recordsWire, rowsWire, type KeyScratch } from './row-task.js';
 import { RowSlabs } from './row-slabs.js';
 import { SharedSeriesBudget, type AmendSettings, type ApplyOutcome, type ClosedCells } from './store.js';
 import { CopyTupleWriter } from '../sinks/postgres/tuples.js';
-import { recordsWire, rowRecords, SharedRecordLayout, type RecordsScratch } from '../sinks/kafka/row-records.js';
+import { rowRecords, SharedRecordLayout, type RecordsScratch } from '../sinks/kafka/row-records.js';
 
 /** Sent once to each owner (workerData). */
 export interface OwnerSettings {

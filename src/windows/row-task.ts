@@ -7,7 +7,7 @@ import { ClosedCells } from './cells.js';
 import { RowFormatter, type RowBatch, type StatsRow } from './row.js';
 import type { ByteScratch } from './row-bytes.js';
 import { KeyArenaReader, type KeyArena, type KeyArenaRef } from '../core/key-arena.js';
-import type { CopyTuples, RowRecords, RowSettings, RowsTask, RowsWire } from '../core/messages.js';
+import { SECTION_STRIDE, type CopyTuples, type RowRecords, type RowSettings, type RowsTask, type RowsWire } from '../core/messages.js';
 
 type Where = { readonly topic: string; readonly partition: number } | undefined;
 
@@ -247,4 +247,54 @@ export function linesOf(r: RowRecords): Omit<RowsWire, 'seconds'> {
     keyEnds[i] = k;
   }
   return { kind: 'rows', ndjson, lineEnds, keys, keyEnds };
+}
+
+const NO_INTS = new Int32Array(0);
+
+/** A wire that carries its rows as records only. */
+export function recordsWire(records: RowRecords, seconds: number): RowsWire {
+  return { kind: 'rows', ndjson: NO_BYTES, lineEnds: NO_INTS, keys: null, keyEnds: null, seconds, records };
+}
+
+
+/** Records of several chunks as one (an emission written whole): bytes back to back, positions moved. */
+export function joinRecords(parts: readonly RowRecords[]): RowRecords {
+  let n = 0;
+  let bytes = 0;
+  let sectionInts = 0;
+  for (const r of parts) {
+    n += r.rowIndex.length;
+    bytes += r.bytes.byteLength;
+    sectionInts += r.sections.length;
+  }
+  const out = Buffer.allocUnsafe(bytes);
+  const cols = { rowIndex: new Int32Array(n), partition: new Int32Array(n), keyStart: new Int32Array(n), keyEnd: new Int32Array(n), valueStart: new Int32Array(n), valueEnd: new Int32Array(n) };
+  const sections = new Int32Array(sectionInts);
+  let m = 0;
+  let o = 0;
+  let s = 0;
+  for (const r of parts) {
+    const k = r.rowIndex.length;
+    Buffer.prototype.copy.call(r.bytes, out, o);
+    for (let j = 0; j < k; j++) {
+      cols.rowIndex[m + j] = r.rowIndex[j]! + m;
+      cols.partition[m + j] = r.partition[j]!;
+      cols.keyStart[m + j] = r.keyStart[j]! + o;
+      cols.keyEnd[m + j] = r.keyEnd[j]! + o;
+      cols.valueStart[m + j] = r.valueStart[j]! + o;
+      cols.valueEnd[m + j] = r.valueEnd[j]! + o;
+    }
+    for (let j = 0; j < r.sections.length; j += SECTION_STRIDE) {
+      sections[s + j] = r.sections[j]!;
+      sections[s + j + 1] = r.sections[j + 1]! + m;
+      sections[s + j + 2] = r.sections[j + 2]!;
+      sections[s + j + 3] = r.sections[j + 3]! + o;
+      sections[s + j + 4] = r.sections[j + 4]! + o;
+      sections[s + j + 5] = r.sections[j + 5]!;
+    }
+    m += k;
+    o += r.bytes.byteLength;
+    s += r.sections.length;
+  }
+  return { partitions: parts[0]?.partitions ?? 0, budget: parts[0]?.budget ?? 0, bytes: out, ...cols, sections };
 }

@@ -13,8 +13,8 @@ import t, { type Test } from 'tap';
 import { producibleCompressions, type KafkaCompression } from '../../src/kafka/compression.js';
 import { preparedBatchesAccepted, producePaths } from '../../src/kafka/produce-request.js';
 import { KafkaSink, rowIdentityKey } from '../../src/sinks/kafka/index.js';
-import { recordsWire, rowRecords, SharedRecordLayout, type RecordLayout } from '../../src/sinks/kafka/row-records.js';
-import { FormattedElsewhere } from '../../src/windows/row-task.js';
+import { rowRecords, SharedRecordLayout, type RecordLayout } from '../../src/sinks/kafka/row-records.js';
+import { FormattedElsewhere, recordsWire } from '../../src/windows/row-task.js';
 import type { RowBatch, StatsRow } from '../../src/windows/row.js';
 import { brokers, client, createTopic, uid } from '../fixtures/kafka.js';
 

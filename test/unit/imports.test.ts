@@ -155,8 +155,14 @@ t.test('src/ and workers/ import no circle (type-only imports count)', async (t)
  * The layers of docs/ARCHITECTURE.md, as rules on direct imports: [files, what they may not import,
  * why]. Paths are relative to the repository; a rule names folders by prefix and files exactly.
  */
-/** Sink encoders that are pure (no I/O, no sink state), so the lane owner workers run them. */
-const PURE_ENCODERS = ['src/sinks/postgres/tuples.ts', 'src/sinks/postgres/encode.ts', 'src/sinks/postgres/identity.ts'];
+/**
+ * Sink encoders that are pure (no I/O, no sink state), so the lane owner workers run them: PostgreSQL's
+ * COPY tuples, and the Kafka sink's records with the Kafka wire pieces they are made of.
+ */
+const PURE_ENCODERS = [
+  'src/sinks/postgres/tuples.ts', 'src/sinks/postgres/encode.ts', 'src/sinks/postgres/identity.ts',
+  'src/sinks/kafka/row-records.ts', 'src/kafka/varint.ts', 'src/kafka/crc32c.ts', 'src/kafka/partitioner.ts', 'src/kafka/requests.ts',
+];
 const LAYERS: ReadonlyArray<readonly [string, readonly string[], string]> = [
   ['workers/', ['src/'], 'the worker entry imports only src/core and src/windows'],
   ['src/core/', ['src/', 'workers/'], 'src/core is pure and shared with the workers'],
@@ -165,7 +171,7 @@ const LAYERS: ReadonlyArray<readonly [string, readonly string[], string]> = [
   ['src/sources/', ['src/sinks/', 'src/pipeline.ts'], 'sources know nothing of sinks (contracts: src/commit)'],
   ['src/sinks/', ['src/sources/', 'src/engine/', 'src/pipeline.ts'], 'sinks know nothing of sources or the engine'],
   ['src/engine/', ['src/sources/', 'src/sinks/', 'src/pipeline.ts'], 'the engine knows sources and sinks by their contracts only'],
-  // The PostgreSQL wire encoders run in the lane owners (rows in, COPY bytes out): as pure as src/windows.
+  // The wire encoders run in the lane owners (rows in, COPY tuples or Kafka records out): as pure as src/windows.
   ...PURE_ENCODERS.map((f) => [f, ['src/', 'workers/'], 'a wire encoder the lane owners run imports only src/core, src/windows and the other pure encoders'] as const),
 ];
 /** Imports a rule allows although its prefix forbids them. */

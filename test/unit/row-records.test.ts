@@ -8,8 +8,8 @@ import { crc32cJs } from '../../src/kafka/crc32c.js';
 import { RecordBatchWriter } from '../../src/kafka/record-batch.js';
 import { RECORD_OVERHEAD_BYTES } from '../../src/kafka/requests.js';
 import { encodeRows } from '../../src/sinks/kafka/messages.js';
-import { joinRecords, recordsWire, rowRecords, SharedRecordLayout } from '../../src/sinks/kafka/row-records.js';
-import { FormattedElsewhere, linesOf } from '../../src/windows/row-task.js';
+import { rowRecords, SharedRecordLayout } from '../../src/sinks/kafka/row-records.js';
+import { FormattedElsewhere, joinRecords, linesOf, recordsWire } from '../../src/windows/row-task.js';
 import type { RowBatch } from '../../src/windows/row.js';
 import { Rng } from '../fixtures/gen.js';
 
