@@ -28,9 +28,14 @@ const KafkaLogLevel = kafkajs.logLevel;
 /** The broker's answers while a group's coordinator starts (every fresh start): kafkajs retries them. */
 const COORDINATOR_STARTING = new Set(['The group coordinator is not available', "The coordinator is loading and hence can't process requests for this group", 'This is not the correct coordinator for this group']);
 
+/** The transaction coordinator's answer while it completes a transaction's commit (the next one's first request meets it). */
+const TRANSACTION_COMPLETING = 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing';
+
 /**
- * The level a kafkajs line is logged at. Besides the broker's error responses (above), three are
- * debug: a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
+ * The level a kafkajs line is logged at. Besides the broker's error responses (above), these are
+ * debug: AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS (an exactly-once lane's next transaction
+ * starting while its last commit completes, several times a second: retried after 20 ms by
+ * src/kafka/transactions.ts); a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
  * pausing and resuming busy partitions as its byte budget fills and drains ("Pausing/Resuming
  * fetching from N topics" at info: 81 lines for one 690,000-message load); and "Limiting retries
  * for the idempotent producer may invalidate EoS guarantees", at every producer's start (4 with
@@ -39,6 +44,7 @@ const COORDINATOR_STARTING = new Set(['The group coordinator is not available', 
  */
 function kafkaLevel(level: number, namespace: string, message: string, error: unknown): number {
   if (namespace === 'Connection' && message.startsWith('Response ') && COORDINATOR_STARTING.has(String(error))) return KafkaLogLevel.DEBUG;
+  if (namespace === 'Connection' && message.startsWith('Response AddOffsetsToTxn') && String(error) === TRANSACTION_COMPLETING) return KafkaLogLevel.DEBUG;
   if (level === KafkaLogLevel.ERROR && namespace === 'Connection' && message.startsWith('Response ')) return KafkaLogLevel.WARN;
   if (level === KafkaLogLevel.INFO && (message.startsWith('Pausing fetching') || message.startsWith('Resuming fetching'))) return KafkaLogLevel.DEBUG;
   if (level === KafkaLogLevel.WARN && message.startsWith('Limiting retries for the idempotent producer')) return KafkaLogLevel.DEBUG;

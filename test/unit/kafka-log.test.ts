@@ -32,13 +32,17 @@ t.test('a broker error response is a warning (kafkajs logs retriable answers too
   t.equal((lines[0] as unknown as { error: string }).error, 'This server does not host this topic-partition', 'the broker\'s answer is kept');
 });
 
-t.test('routine kafkajs lines are debug: a coordinator starting, pause/resume of busy partitions, the idempotent retry limit', async (t) => {
+t.test('routine kafkajs lines are debug: a coordinator starting, pause/resume of busy partitions, the idempotent retry limit, a transaction still completing', async (t) => {
   const { log, lines } = capture();
+  const completing = 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing';
+  log(entry('Connection', logLevel.ERROR, 'Response AddOffsetsToTxn(key: 25, version: 1)', { error: completing }));
+  // The same answer to a first send's AddPartitionsToTxn is kafkajs's to retry, after 300 ms: still a warning.
+  log(entry('Connection', logLevel.ERROR, 'Response AddPartitionsToTxn(key: 24, version: 1)', { error: completing }));
   log(entry('Connection', logLevel.ERROR, 'Response GroupCoordinator(key: 10, version: 2)', { error: 'The group coordinator is not available' }));
   log(entry('Connection', logLevel.ERROR, 'Response JoinGroup(key: 11, version: 5)', { error: "The coordinator is loading and hence can't process requests for this group" }));
   log(entry('ConsumerGroup', logLevel.INFO, 'Pausing fetching from 2 topics', { topicPartitions: [] }));
   log(entry('ConsumerGroup', logLevel.INFO, 'Resuming fetching from 2 topics', { topicPartitions: [] }));
   log(entry('Producer', logLevel.WARN, 'Limiting retries for the idempotent producer may invalidate EoS guarantees'));
   log(entry('Connection', logLevel.ERROR, 'Response Produce(key: 0, version: 7)', { error: 'The request included message batch larger than the configured segment size on the server' }));
-  t.same(lines.map((l) => l.level), [20, 20, 20, 20, 20, 40], 'debug, except a broker error of another kind (a warning)');
+  t.same(lines.map((l) => l.level), [20, 40, 20, 20, 20, 20, 20, 40], 'debug, except AddPartitionsToTxn\'s wait and a broker error of another kind (warnings)');
 });
