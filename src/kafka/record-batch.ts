@@ -17,7 +17,7 @@
 import type { BufferPool } from './buffer-pool.js';
 import { compressRecords } from './compressors.js';
 import { crc32c, crc32cCombine } from './crc32c.js';
-import { putVarint, varintBytes, varlongBytes } from './varint.js';
+import { putRange, putRangeRecord, putRecordHead, putVarint, rangeRecordBody, varintBytes, varlongBytes } from './varint.js';
 
 export { rangeRecordBytes, varintBytes, varlongBytes } from './varint.js';
 
@@ -46,28 +46,6 @@ export interface BatchProducer {
 export interface RecordHeader {
   readonly key: string;
   readonly value: Buffer | string | null;
-}
-
-function putVarlong(b: Buffer, o: number, x: number): number {
-  if (x >= -0x40000000 && x < 0x40000000) return putVarint(b, o, x);
-  let v = x >= 0 ? x * 2 : -x * 2 - 1;
-  while (v >= 0x80) {
-    b[o++] = (v % 128) | 0x80;
-    v = Math.floor(v / 128);
-  }
-  b[o++] = v;
-  return o;
-}
-
-/** Copies src[s, e) to b at o: short runs in JavaScript (a native copy's call costs more than a few bytes). */
-function putRange(b: Buffer, o: number, src: Buffer, s: number, e: number): number {
-  const n = e - s;
-  if (n <= 16) {
-    for (let j = 0; j < n; j++) b[o + j] = src[s + j]!;
-  } else {
-    src.copy(b, o, s, e);
-  }
-  return o + n;
 }
 
 function byteLength(v: Buffer | string | null | undefined): number {
@@ -171,14 +149,11 @@ export class RecordBatchWriter {
     this.#moveTo(this.pool === null ? Buffer.allocUnsafe(size) : this.pool.take(size));
   }
 
-  #head(bodyBytes: number, timestampDelta: number): number {
+  /** Room for a record of `bodyBytes` (its length varint too), and what its timestamp delta tells the header. */
+  #begin(bodyBytes: number, timestampDelta: number): void {
     this.#recordsCrc = -1;
     this.#ensure(varintBytes(bodyBytes) + bodyBytes);
     if (timestampDelta > this.#maxTimestampDelta) this.#maxTimestampDelta = timestampDelta;
-    let o = putVarint(this.#buf, this.#pos, bodyBytes);
-    this.#buf[o++] = 0;
-    o = putVarlong(this.#buf, o, timestampDelta);
-    return putVarint(this.#buf, o, this.#count);
   }
 
   /**
@@ -186,17 +161,9 @@ export class RecordBatchWriter {
    * headers: the bytes are copied as they are. The statistics sink's path: no object per record.
    */
   appendRange(key: Buffer | null, ks: number, ke: number, value: Buffer, vs: number, ve: number, timestampDelta = 0): void {
-    const kn = key === null ? -1 : ke - ks;
-    const vn = ve - vs;
-    const body = 1 + varlongBytes(timestampDelta) + varintBytes(this.#count) + varintBytes(kn) + Math.max(kn, 0) + varintBytes(vn) + vn + 1;
-    let o = this.#head(body, timestampDelta);
-    const b = this.#buf;
-    o = putVarint(b, o, kn);
-    if (kn > 0) o = putRange(b, o, key!, ks, ke);
-    o = putVarint(b, o, vn);
-    o = putRange(b, o, value, vs, ve);
-    b[o++] = 0;
-    this.#pos = o;
+    const body = rangeRecordBody(key === null ? -1 : ke - ks, ve - vs, this.#count, timestampDelta);
+    this.#begin(body, timestampDelta);
+    this.#pos = putRangeRecord(this.#buf, this.#pos, body, key, ks, ke, value, vs, ve, this.#count, timestampDelta);
     this.#count++;
   }
 
@@ -228,7 +195,8 @@ export class RecordBatchWriter {
       hb += varintBytes(hk[i]!) + hk[i]! + varintBytes(hv[i]!) + Math.max(hv[i]!, 0);
     }
     const body = 1 + varlongBytes(timestampDelta) + varintBytes(this.#count) + varintBytes(kn) + Math.max(kn, 0) + varintBytes(vn) + Math.max(vn, 0) + hb;
-    let o = this.#head(body, timestampDelta);
+    this.#begin(body, timestampDelta);
+    let o = putRecordHead(this.#buf, this.#pos, body, timestampDelta, this.#count);
     const b = this.#buf;
     o = putBytes(b, o, key, kn);
     o = putBytes(b, o, value, vn);

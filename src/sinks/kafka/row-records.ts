@@ -7,7 +7,7 @@ import { SECTION_STRIDE, type RowRecords, type RowsWire } from '../../core/messa
 import { crc32c } from '../../kafka/crc32c.js';
 import { murmur2View } from '../../kafka/partitioner.js';
 import { RECORD_OVERHEAD_BYTES } from '../../kafka/requests.js';
-import { putVarint, rangeRecordBytes } from '../../kafka/varint.js';
+import { putRangeRecord, rangeRecordBody, rangeRecordBytes, varintBytes } from '../../kafka/varint.js';
 
 /** What sections are cut for: the output topic's partitions (0: not known yet) and the per-partition budget. */
 export interface RecordLayout {
@@ -126,21 +126,12 @@ export function rowRecords(wire: RowsWire, layout: RecordLayout, scratch: Record
       const ve = lineEnds[i]!;
       const kn = ke - ks;
       const vn = ve - vs;
-      // As RecordBatchWriter.appendRange writes it: length, attributes 0, timestamp delta 0, offset delta, key, value, no headers.
-      const body = 1 + 1 + varintSize(d) + varintSize(kn) + kn + varintSize(vn) + vn + 1;
-      o = putVarint(out, o, body);
-      out[o++] = 0;
-      out[o++] = 0;
-      o = putVarint(out, o, d);
-      o = putVarint(out, o, kn);
-      keyStart[m] = o;
-      o += keySrc.copy(out, o, ks, ke);
-      keyEnd[m] = o;
-      o = putVarint(out, o, vn);
-      valueStart[m] = o;
-      o += src.copy(out, o, vs, ve);
-      valueEnd[m] = o;
-      out[o++] = 0;
+      // As RecordBatchWriter.appendRange writes it; the key and value found back from the record's end.
+      o = putRangeRecord(out, o, rangeRecordBody(kn, vn, d), keySrc, ks, ke, src, vs, ve, d);
+      valueEnd[m] = o - 1;
+      valueStart[m] = o - 1 - vn;
+      keyEnd[m] = valueStart[m]! - varintBytes(vn);
+      keyStart[m] = keyEnd[m]! - kn;
     }
     sectionInts[at + 4] = o;
     // Checksummed here, where the bytes are warm: the sink combines it with its header's.
@@ -158,9 +149,4 @@ export function rowRecords(wire: RowsWire, layout: RecordLayout, scratch: Record
     valueEnd,
     sections: sectionInts.subarray(0, sections * SECTION_STRIDE),
   };
-}
-
-/** Bytes of a non-negative int32 as a zigzag varint (varintBytes without its general case). */
-function varintSize(x: number): number {
-  return x < 64 ? 1 : x < 8192 ? 2 : x < 1048576 ? 3 : x < 134217728 ? 4 : 5;
 }
