@@ -25,7 +25,7 @@ import type { RowRejection } from '../sinks/types.js';
 import type { ClosedBy } from '../windows/cells.js';
 import type { GeneratedBatch, LaneFigures, OwnerTask, PartOutcome, RowsChunk } from '../windows/owner.js';
 import type { RowBatch, StatsRow } from '../windows/row.js';
-import { FormattedElsewhere, joinRecords, linesOf, recordsWire } from '../windows/row-task.js';
+import { FormattedElsewhere, joinRecords, recordsWire } from '../windows/row-task.js';
 import { releaseSlab } from '../windows/row-slabs.js';
 import { replaySplitAt, subBatch } from '../windows/lane.js';
 import type { SharedSeriesBudget } from '../windows/store.js';
@@ -482,7 +482,9 @@ export class OwnedEngine implements LaneHost, GeneratingLaneHost {
 
   /** A chunk's rows as bytes; row objects only when a sink refused one (read back from the row's JSON). */
   #rows(c: RowsChunk, ident: LaneIdentity | undefined): RowBatch {
-    return new FormattedElsewhere(c.wire, ident, () => parsedRows(c, ident));
+    // Row objects from the batch's own lines (those of a chunk sent as records are made once, there).
+    const batch: FormattedElsewhere = new FormattedElsewhere(c.wire, ident, () => parsedRows(batch.ndjsonBytes(), ident));
+    return batch;
   }
 
   /** `from`: the chunks the batch's bytes are in, whose slabs go back to their owner once the write settled. */
@@ -600,9 +602,8 @@ function generatedBatch(lane: number, seq: number, g: GeneratedBatch | undefined
 }
 
 /** A chunk's row objects, read back from its NDJSON: only for rows a sink refused (their dead letters). */
-function parsedRows(c: RowsChunk, where: LaneIdentity | undefined): RowBatch {
-  const lines = c.wire.records === undefined ? c.wire.ndjson : linesOf(c.wire.records).ndjson;
-  const text = Buffer.from(lines.buffer, lines.byteOffset, lines.byteLength).toString('utf8');
+function parsedRows(lines: Buffer, where: LaneIdentity | undefined): RowBatch {
+  const text = lines.toString('utf8');
   const rows = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as StatsRow);
   return { rows, ndjson: () => text, where };
 }
@@ -613,7 +614,7 @@ function joined(parts: readonly RowBatch[], where: LaneIdentity | undefined): Ro
   const records = parts.map((p) => p.rowRecords?.() ?? null);
   if (records.every((r) => r !== null && r.partitions === records[0]!.partitions && r.budget === records[0]!.budget)) {
     let rows: StatsRow[] | null = null;
-    return new FormattedElsewhere({ ...recordsWire(joinRecords(records as RowRecords[]), 0) }, where, () => {
+    return new FormattedElsewhere(recordsWire(joinRecords(records as RowRecords[]), 0), where, () => {
       rows ??= parts.flatMap((p) => p.rows);
       const all = rows;
       return { rows: all, ndjson: () => all.map((r) => `${JSON.stringify(r)}\n`).join(''), where };

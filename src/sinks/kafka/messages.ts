@@ -161,7 +161,7 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
     const ve = lineEnds[i]!;
     const size = ke - ks + ve - vs;
     if (size + RECORD_OVERHEAD_BYTES > max) {
-      rejected.push({ index: i, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}` });
+      rejected.push({ index: i, detail: oversize(size, max, topic) });
       // A key written here is taken back; a prebuilt one stays in its place, unreferenced.
       if (prebuilt === null) keys.end = ks;
     } else {
@@ -180,6 +180,11 @@ export function encodeRows(batch: RowBatch, topic: string, limits: TopicLimits):
     vs = newlines ? ve + 1 : ve;
   }
   return { rowCount: n, count: m, keys: keys.buf, values, keyStart, keyEnd, valueStart, valueEnd, partition, rowIndex, bytes, rejected };
+}
+
+/** Why a row is never sent: its key and value are over the topic's limit. */
+function oversize(size: number, max: number, topic: string): string {
+  return `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}`;
 }
 
 /**
@@ -219,7 +224,7 @@ function fromRecords(r: RowRecords, topic: string, limits: TopicLimits): Encoded
   for (let m = 0; m < n; m++) {
     const size = r.keyEnd[m]! - r.keyStart[m]! + r.valueEnd[m]! - r.valueStart[m]!;
     if (size + RECORD_OVERHEAD_BYTES > max) {
-      rejected.push({ index: r.rowIndex[m]!, detail: `kafka: row of ${size} bytes (key and value) is over max.message.bytes=${max} of topic ${topic}` });
+      rejected.push({ index: r.rowIndex[m]!, detail: oversize(size, max, topic) });
       continue;
     }
     cols.keyStart[k] = r.keyStart[m]!;
