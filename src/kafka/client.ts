@@ -8,13 +8,16 @@ import type { KafkaConfig } from '../config/index.js';
 import { withTimeout } from '../async/index.js';
 import { registerCodecs } from './codecs.js';
 import { patchCoordinatorLookups } from './coordinators.js';
+import { patchStableOffsetFetch } from './offset-fetch.js';
 import { patchRequestQueue } from './request-queue.js';
 import { framedSocketFactory, patchWholeResponses } from './socket.js';
 
 // Before any client exists: every connection's request queue gets it, and every cluster the
-// coordinator lookups that a transactional producer remembers.
+// coordinator lookups that a transactional producer remembers, and OffsetFetch the version that can
+// ask for stable offsets.
 patchRequestQueue();
 patchCoordinatorLookups();
+patchStableOffsetFetch();
 patchWholeResponses();
 
 const KafkaLogLevel = kafkajs.logLevel;
@@ -28,6 +31,9 @@ const KafkaLogLevel = kafkajs.logLevel;
 /** The broker's answers while a group's coordinator starts (every fresh start): kafkajs retries them. */
 const COORDINATOR_STARTING = new Set(['The group coordinator is not available', "The coordinator is loading and hence can't process requests for this group", 'This is not the correct coordinator for this group']);
 
+/** The group coordinator's answer to a stable read while a transaction holds a partition's offsets (retried by src/sinks/kafka/positions.ts). */
+const OFFSETS_UNSTABLE = 'There are unstable offsets that need to be cleared';
+
 /** The transaction coordinator's answer while it completes a transaction's commit (the next one's first request meets it). */
 const TRANSACTION_COMPLETING = 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing';
 
@@ -35,7 +41,8 @@ const TRANSACTION_COMPLETING = 'The producer attempted to update a transaction w
  * The level a kafkajs line is logged at. Besides the broker's error responses (above), these are
  * debug: AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS (an exactly-once lane's next transaction
  * starting while its last commit completes, several times a second: retried after 20 ms by
- * src/kafka/transactions.ts); a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
+ * src/kafka/transactions.ts); a stable OffsetFetch answered UNSTABLE_OFFSET_COMMIT (an exactly-once restore
+ * meeting the previous owner's transaction completing, retried); a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
  * pausing and resuming busy partitions as its byte budget fills and drains ("Pausing/Resuming
  * fetching from N topics" at info: 81 lines for one 690,000-message load); and "Limiting retries
  * for the idempotent producer may invalidate EoS guarantees", at every producer's start (4 with
@@ -45,6 +52,7 @@ const TRANSACTION_COMPLETING = 'The producer attempted to update a transaction w
 function kafkaLevel(level: number, namespace: string, message: string, error: unknown): number {
   if (namespace === 'Connection' && message.startsWith('Response ') && COORDINATOR_STARTING.has(String(error))) return KafkaLogLevel.DEBUG;
   if (namespace === 'Connection' && message.startsWith('Response AddOffsetsToTxn') && String(error) === TRANSACTION_COMPLETING) return KafkaLogLevel.DEBUG;
+  if (namespace === 'Connection' && message.startsWith('Response OffsetFetch') && String(error) === OFFSETS_UNSTABLE) return KafkaLogLevel.DEBUG;
   if (level === KafkaLogLevel.ERROR && namespace === 'Connection' && message.startsWith('Response ')) return KafkaLogLevel.WARN;
   if (level === KafkaLogLevel.INFO && (message.startsWith('Pausing fetching') || message.startsWith('Resuming fetching'))) return KafkaLogLevel.DEBUG;
   if (level === KafkaLogLevel.WARN && message.startsWith('Limiting retries for the idempotent producer')) return KafkaLogLevel.DEBUG;

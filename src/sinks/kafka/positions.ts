@@ -3,15 +3,25 @@
 import type { Admin } from 'kafkajs';
 import { sleep } from '../../async/index.js';
 import { parseCommitMeta } from '../../commit/meta.js';
+import { StreamstatsError } from '../../errors.js';
+import { isUnstableOffsets, stableOffsets } from '../../kafka/offset-fetch.js';
 import type { ProducerSet } from '../../kafka/producer.js';
 import type { CommitPoint } from '../../commit/types.js';
 import { transactionalId } from './transactions.js';
 
-/** Committed positions must read the same for this long before they are used. */
+/** Without a stable read (a broker before Kafka 2.5): committed positions must read the same for this long before they are used. */
 const STABLE_POSITIONS_MS = 1000;
 /** Pause between two reads of the committed positions, and the most reads made. */
 const POSITIONS_READ_INTERVAL_MS = 250;
 const POSITIONS_MAX_READS = 20;
+/** Pause before a stable read is asked again while a transaction still holds offsets (Java's retry.backoff.ms is 100). */
+const UNSTABLE_RETRY_MS = 50;
+/**
+ * How long past the transaction timeout a stable read keeps being retried: the coordinator aborts a
+ * transaction that outlived its timeout at its next check (transaction.abort.timed.out.transaction.cleanup.interval.ms,
+ * 10 s by default), which clears whatever offsets it held.
+ */
+const UNSTABLE_GRACE_MS = 15_000;
 
 type Positions = Map<number, CommitPoint>;
 
@@ -22,7 +32,7 @@ type Positions = Map<number, CommitPoint>;
  * metadata are left out (the source then uses the group's commit as usual).
  */
 export async function readPositions(
-  c: { readonly groupId: string; readonly producers: ProducerSet; readonly admin: () => Promise<Admin> },
+  c: { readonly groupId: string; readonly producers: ProducerSet; readonly admin: () => Promise<Admin>; readonly transactionTimeoutMs: number },
   topic: string,
   partitions: readonly number[],
 ): Promise<Positions> {
@@ -43,13 +53,32 @@ export async function readPositions(
     return m;
   };
   // The group coordinator applies a committed transaction's offsets a moment after its markers are
-  // written, and kafkajs's OffsetFetch cannot ask for stable offsets (require_stable, KIP-447): a
-  // read right after the fencing above may still show the previous commit (the coordinator's
-  // transaction completion runs on a background scheduler, slower on a loaded broker). Read until
-  // the answer has not changed for STABLE_POSITIONS_MS (several reads), at most POSITIONS_MAX_READS
-  // more reads. This is a mitigation, not a proof: only OffsetFetch v7+ (flexible versions, which
-  // kafkajs cannot frame) can ask the coordinator to wait.
-  let last = await read();
+  // written (the fencing above ends the previous owner's transaction, its completion runs on the
+  // coordinator's background scheduler): a plain read right after may still show the commit before.
+  // A stable read (OffsetFetch v7, require_stable) is answered UNSTABLE_OFFSET_COMMIT until then.
+  const deadline = Date.now() + c.transactionTimeoutMs + UNSTABLE_GRACE_MS;
+  for (;;) {
+    try {
+      const { result, stable } = await stableOffsets(read);
+      if (stable) return result;
+      return await steadyPositions(read, result);
+    } catch (err) {
+      if (!isUnstableOffsets(err)) throw err;
+      if (Date.now() >= deadline) {
+        throw new StreamstatsError('STREAMSTATS_SINK', `kafka sink: group ${c.groupId}'s committed offsets for ${topic} stayed held by an open transaction for ${c.transactionTimeoutMs + UNSTABLE_GRACE_MS} ms (the transaction timeout and ${UNSTABLE_GRACE_MS} ms more): another producer outside this sink's transactional ids is committing offsets for this group`, { cause: err });
+      }
+      await sleep(UNSTABLE_RETRY_MS);
+    }
+  }
+}
+
+/**
+ * A broker that cannot be asked for stable offsets (before Kafka 2.5): read until the answer has not
+ * changed for STABLE_POSITIONS_MS (several reads), at most POSITIONS_MAX_READS more reads. A
+ * mitigation, not a proof, kept for such brokers only.
+ */
+async function steadyPositions(read: () => Promise<Positions>, first: Positions): Promise<Positions> {
+  let last = first;
   let stableSince = Date.now();
   for (let i = 0; i < POSITIONS_MAX_READS && Date.now() - stableSince < STABLE_POSITIONS_MS; i++) {
     await sleep(POSITIONS_READ_INTERVAL_MS);

@@ -124,7 +124,8 @@ export class KafkaSink implements Sink {
   /** Exactly-once only (./positions.ts); at least once, the source uses the group's commits. */
   async readPositions(topic: string, partitions: readonly number[]): Promise<Map<number, CommitPoint>> {
     if (!this.#o.exactlyOnce) return new Map();
-    return readPositions({ groupId: this.#o.groupId, producers: this.#producers, admin: () => this.#admin.get() }, topic, partitions);
+    const transactionTimeoutMs = this.#o.transactionTimeoutMs ?? KAFKA_SINK_DEFAULTS.transactionTimeoutMs;
+    return readPositions({ groupId: this.#o.groupId, producers: this.#producers, admin: () => this.#admin.get(), transactionTimeoutMs }, topic, partitions);
   }
 
   close(): Promise<void> {
