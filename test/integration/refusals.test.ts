@@ -3,6 +3,9 @@
 // PostgreSQL and the real Kafka sink. Each hostile record is dead-lettered with its reason, every
 // other row arrives, ok + rejected = input, and the engine keeps going. A sink error the engine cannot
 // get past turns /readyz 503 and exits non-zero.
+// First, as in the CLI: our produce path and the source's decoder in kafkajs's module cache.
+import '../../src/kafka/preload.js';
+import '../../src/sources/kafka/preload.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -12,7 +15,8 @@ import type { DeadLetterEntry } from '../../src/sinks/dead-letter.js';
 import type { StatsRow } from '../../src/windows/row.js';
 import { startEngineProcess, until } from '../fixtures/engine-process.js';
 import { readNdjson, rowKey, runPipeline } from '../fixtures/harness.js';
-import { brokers, client, createTopic, keyed, produce, uid, workloadPoints } from '../fixtures/kafka.js';
+import { brokers, client, createTopic, keyed, produce, startEngine, uid, waitFor, workloadPoints } from '../fixtures/kafka.js';
+import { producePaths } from '../../src/kafka/produce-request.js';
 import { testSchema } from '../fixtures/pg.js';
 
 const GOOD = workloadPoints({ count: 400, metrics: 25, hosts: 4 });
@@ -190,6 +194,48 @@ t.test('a row over the output topic\'s max.message.bytes is dead-lettered as sin
   t.match(dl[0]?.value, /"case":"big-row"/, 'the dead letter holds the row');
   checkKafkaRows(t, await readRows(out, ref.size), ref);
 });
+
+// With the Kafka source, lanes live in their worker, which writes rows as record-batch sections once
+// the sink has said the output's layout (after its first read of the topic's limits): a row over
+// max.message.bytes is then found by the main thread in a section, not by its own encoder.
+// Windows of 5 s: the big record comes after an idle flush took the watermark to the wall clock, so it
+// is stamped now and its window closes within seconds.
+const SHORT = { ...ENV, WINDOW_SECONDS: '5' };
+let shortReference: Promise<Map<string, StatsRow>> | undefined;
+for (const exactlyOnce of [false, true]) {
+  t.test(`Kafka source, rows written as records by the lane's worker: a row over max.message.bytes after the first writes is dead-lettered as sink_rejected (${exactlyOnce ? 'exactly once' : 'at least once'})`, async (t) => {
+    shortReference ??= runPipeline(t, { ...SHORT, SOURCE: 'file:$DIR/in.ndjson' }, { files: { 'in.ndjson': `${GOOD.map((p) => p.json).join('\n')}\n` } })
+      .then((r) => new Map(r.rows.map((row) => [rowKey(row), row])));
+    const ref = await shortReference;
+    const [topic, out] = await Promise.all([createTopic(t, 1), createTopic(t, 1, { 'max.message.bytes': '3500' })]);
+    await produce(topic, keyed(GOOD));
+    const sectionsBefore = producePaths.sections;
+    const e = startEngine(t, {
+      ...SHORT,
+      KAFKA_TOPICS: topic,
+      KAFKA_GROUP_ID: uid('g'),
+      SINK: 'kafka',
+      OUTPUT_TOPIC: out,
+      EXACTLY_ONCE: String(exactlyOnce),
+    });
+    await waitFor([e], () => e.sum('streamstats_windows_emitted_total') >= ref.size, 'every good window emitted', 60_000);
+    t.ok(producePaths.sections > sectionsBefore, `the good rows went out as the worker's sections (${producePaths.sections - sectionsBefore})`);
+    // The idle flush has taken the lane's watermark to the wall clock: stamped now (not within 1 s of
+    // its window's end), the big record is in a window of its own that a later idle flush closes.
+    const into = Date.now() % 5000;
+    if (into > 4000) await new Promise((r) => setTimeout(r, 5100 - into));
+    await produce(topic, [{ key: 'big', value: monasca('cpu.idle', { case: 'big-row', a: 'x'.repeat(600), b: 'y'.repeat(600), c: 'z'.repeat(600) }, Date.now()) }]);
+    await waitFor([e], () => e.metric('streamstats_records_total', { result: 'sink_rejected' }) >= 1, 'the big row refused', 60_000);
+    const summary = await e.stop();
+    t.equal(summary.rejected.sink_rejected, 1, 'its one record is counted as sink_rejected');
+    t.equal(summary.ok, GOOD.length, 'every good record ok');
+    const dl = e.deadLetters().filter((d) => d.reason === 'sink_rejected');
+    t.equal(dl.length, 1, 'one dead letter');
+    t.match(dl[0]?.detail, /max\.message\.bytes=3500/, 'the detail names the limit');
+    t.match(dl[0]?.value, /"case":"big-row"/, 'the dead letter holds the row');
+    checkKafkaRows(t, await readRows(out, ref.size), ref);
+  });
+}
 
 t.test('fatal means fatal: a sink that cannot go on turns /readyz 503 and exits non-zero', async (t) => {
   const topic = await createTopic(t, 1);
