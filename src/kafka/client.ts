@@ -40,7 +40,7 @@ const TRANSACTION_COMPLETING = 'The producer attempted to update a transaction w
 /**
  * The level a kafkajs line is logged at. Besides the broker's error responses (above), these are
  * debug: AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS (an exactly-once lane's next transaction
- * starting while its last commit completes, several times a second: retried after 20 ms by
+ * starting while its last commit completes, several times a second: retried after 2.5-5 ms by
  * src/kafka/transactions.ts); a stable OffsetFetch answered UNSTABLE_OFFSET_COMMIT (an exactly-once restore
  * meeting the previous owner's transaction completing, retried); a coordinator still starting (a WARN on every fresh start, retried by kafkajs); the intake
  * pausing and resuming busy partitions as its byte budget fills and drains ("Pausing/Resuming

@@ -38,7 +38,7 @@ export function writeTransaction(c: GroupWriteContext, id: string, group: readon
       tx = txn;
       // The offset first: right after the lane's previous commit the coordinator is still writing its
       // markers and answers the transaction's first request with CONCURRENT_TRANSACTIONS. Offsets are
-      // retried after 20 ms (sendOffsetWithMetadata); a first send would be retried by kafkajs after
+      // retried after a few ms (sendOffsetWithMetadata); a first send would be retried by kafkajs after
       // 300 ms with an error logged and the metadata fetched again: a third of an exactly-once lane's
       // time went there. Where a part goes within the transaction changes nothing of what commits.
       if (commit !== undefined) {
