@@ -41,10 +41,13 @@ export class ResponseFramer {
   /** Bytes of an oversized frame still to pass on; Infinity once the stream is unframed. */
   #pass = 0;
   readonly #maxOwnBytes: number;
+  readonly #allocate: (bytes: number) => Buffer;
 
-  constructor(emit: (frame: Buffer) => void, maxOwnBytes = OWN_BUFFER_MAX_BYTES) {
+  /** allocate: where a frame read in place goes (the plaintext sockets give a pool of shared memory, ./frame-pool.ts). */
+  constructor(emit: (frame: Buffer) => void, maxOwnBytes = OWN_BUFFER_MAX_BYTES, allocate: (bytes: number) => Buffer = (n) => Buffer.allocUnsafe(n)) {
     this.#emit = emit;
     this.#maxOwnBytes = maxOwnBytes;
+    this.#allocate = allocate;
   }
 
   /** Where the next read goes: the rest of the frame being read in place, or scratch. */
@@ -96,7 +99,7 @@ export class ResponseFramer {
         continue;
       }
       // A frame longer than what is in: the rest is read into a buffer of its length.
-      const own = Buffer.allocUnsafe(total);
+      const own = this.#allocate(total);
       s.copy(own, 0, this.#from, this.#to);
       this.#own = own;
       this.#ownAt = have;

@@ -1,9 +1,11 @@
 // kafkajs's socket factory (its `socketFactory` option) for plaintext connections: each response is
-// read into a buffer of its own and handed to kafkajs whole (./framing.ts). TLS connections keep
+// read into a buffer of its own and handed to kafkajs whole (./framing.ts), one longer than a read
+// into shared memory from a pool (./frame-pool.ts). TLS connections keep
 // kafkajs's own factory: a TLS socket takes no `onread`.
 import net from 'node:net';
 import type { ISocketFactory } from 'kafkajs';
-import { ResponseFramer } from './framing.js';
+import { sharedFrame } from './frame-pool.js';
+import { OWN_BUFFER_MAX_BYTES, ResponseFramer } from './framing.js';
 import { kafkajsInternals } from './internals.js';
 
 /** kafkajs's keep-alive for its connections (network/socketFactory.js). */
@@ -12,8 +14,9 @@ const KEEP_ALIVE_MS = 60_000;
 export const framedSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
   if (ssl) throw new Error('framedSocketFactory: TLS connections use kafkajs\'s own factory');
   let socket: net.Socket | null = null;
-  // kafkajs listens for 'data' (network/socket.js); with `onread` the socket emits none itself.
-  const framer = new ResponseFramer((frame) => socket!.emit('data', frame));
+  // kafkajs listens for 'data' (network/socket.js); with `onread` the socket emits none itself. A
+  // response read in place goes into shared memory: the Kafka source's batches are views of it.
+  const framer = new ResponseFramer((frame) => socket!.emit('data', frame), OWN_BUFFER_MAX_BYTES, sharedFrame);
   socket = net.connect({
     host,
     port,

@@ -4,7 +4,10 @@
 // 0.01 us into a buffer already written once (measured by hand: docs/history/measurements-2026-11.md,
 // "Seed 001 at 15 M"). Batches in flight are bounded (POOL_QUEUE and the engine's pending gate), so a few buffers
 // go round and round.
+import { sizeClass } from '../core/size-class.js';
 import type { SourceBatch } from './types.js';
+
+export { sizeClass };
 
 export const RECYCLE_DEFAULTS = {
   /** Buffers kept for reuse at most; more given back are left to the garbage collector. */
@@ -80,11 +83,4 @@ export class BufferRecycler {
   get free(): number {
     return this.#free.length;
   }
-}
-
-/** bytes rounded up to a multiple of an eighth of the power of two at or below it (at most 1/8 more, from 4 KiB). */
-export function sizeClass(bytes: number): number {
-  if (bytes <= 4096) return 4096;
-  const step = 2 ** Math.floor(Math.log2(bytes)) / 8;
-  return Math.ceil(bytes / step) * step;
 }

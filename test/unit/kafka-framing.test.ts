@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import t from 'tap';
 import { framingCounts, OWN_BUFFER_MAX_BYTES, ResponseFramer, SCRATCH_BYTES } from '../../src/kafka/framing.js';
+import { holdFrame } from '../../src/kafka/frame-pool.js';
 import { framedSocketFactory, patchWholeResponses } from '../../src/kafka/socket.js';
 import { Rng } from '../fixtures/gen.js';
 
@@ -139,6 +140,9 @@ t.test('through a TCP socket: one data event a frame, whatever the writes', asyn
   });
   t.equal(got.length, frames.length, `${got.length} data events for ${frames.length} frames`);
   t.ok(got.every((g, i) => g.equals(frames[i]!)), 'each one frame, whole and in order');
+  // What the Kafka source cuts into views: a long response is read into shared memory of the frame pool.
+  const long = got.filter((g) => g.length > SCRATCH_BYTES);
+  t.ok(long.length >= 8 && long.every((g) => g.buffer instanceof SharedArrayBuffer && holdFrame(g) !== null), `the ${long.length} long frames are in the frame pool`);
 });
 
 t.test("kafkajs's Connection decodes a whole response where it was read", async (t) => {

@@ -11,6 +11,7 @@ import { cutFetch, MAX_RUN_GAP } from '../../src/sources/kafka/fetch.js';
 import { FastRecord } from '../../src/sources/kafka/fast-record.js';
 import { decodeMessages, decodeRun } from '../../src/sources/kafka/records.js';
 import { runOf, runsFor, useRuns, type RecordRun } from '../../src/sources/kafka/runs.js';
+import { framePoolCounts, sharedFrame } from '../../src/kafka/frame-pool.js';
 import { batchView } from '../fixtures/batch-view.js';
 
 const require = createRequire(import.meta.url);
@@ -189,4 +190,52 @@ t.test('a copied batch copies each stretch of values with gaps under MAX_RUN_GAP
   const gaps = Array.from({ length: 9 }, (_, i) => b!.offsets[i + 1]! - b!.ends![i]!);
   t.equal(gaps[4], 0, 'the record after the long key starts a copy of its own: nothing between');
   t.ok(gaps.filter((_, i) => i !== 4).every((g) => g > 0 && g <= MAX_RUN_GAP), 'the rest keep their framing between them');
+});
+
+t.test('a run in a response of the frame pool is cut into views of it, which hold it until the last is released', async (t) => {
+  // Null values and keys (recs), one value over maxMessageBytes, two record batches.
+  const rs = recs(40, 0, 300);
+  rs[10]!.value = Buffer.alloc(500, 77);
+  const batches = [await batchOf(1000, rs.slice(0, 25)), await batchOf(1025, rs.slice(25).map((r, i) => ({ ...r, offsetDelta: i + 3 })))];
+  const { body: plain } = sets(batches);
+  const o = { batchSize: 7, batchMaxBytes: 1 << 20, maxMessageBytes: 400 };
+  const want = view(cutFetch(1, both(decodeRun(plain)!, 1003).ref, o));
+  // The same record set in a response read into the pool, after the response's other fields.
+  const frame = sharedFrame(plain.length + 100);
+  plain.copy(frame, 100);
+  const run = decodeRun(frame.subarray(100, 100 + plain.length))!;
+  t.ok(run.hold !== null, 'the run holds the response');
+  const out = cutFetch(1, both(run, 1003).runBatch, o);
+  const alike = (bs: ReturnType<typeof view>) => bs.map(({ shared: _, ...v }) => v);
+  t.same(alike(view(out)), alike(want), 'the same messages, positions, keys, bounds and cuts as copies of the records');
+  t.ok(want.length > 3 && out.every((b) => b.data.buffer === frame.buffer && b.release !== undefined), 'every batch a view of the response, with a release');
+  t.equal(run.hold, null, 'cut: the run let go of the response');
+  const returned = framePoolCounts.returned;
+  for (const b of out.slice(0, -1)) {
+    b.release!();
+    b.release!();
+  }
+  t.equal(framePoolCounts.returned, returned, 'held while one batch is out (a second release of a batch does not count)');
+  out.at(-1)!.release!();
+  t.equal(framePoolCounts.returned, returned + 1, 'given back with the last');
+  const reused = framePoolCounts.reused;
+  const next = sharedFrame(plain.length + 50);
+  t.equal(next.buffer, frame.buffer, 'the next response of about that size is read into it');
+  t.equal(framePoolCounts.reused, reused + 1);
+});
+
+t.test('a response a run holds is not handed out again before the run is cut', async (t) => {
+  const { body: plain } = sets([await batchOf(0, recs(10, 0, 100))]);
+  const frame = sharedFrame(plain.length);
+  plain.copy(frame);
+  const run = decodeRun(frame)!;
+  // Another run of the same response (a second partition's), cut and its batches released first.
+  const other = decodeRun(frame)!;
+  for (const b of cutFetch(0, both(other, 0).runBatch, { batchSize: 100, batchMaxBytes: 1 << 20 })) b.release!();
+  t.not(sharedFrame(plain.length).buffer, frame.buffer, 'still held by the uncut run: a fresh buffer');
+  const [b] = cutFetch(0, both(run, 0).runBatch, { batchSize: 100, batchMaxBytes: 1 << 20 });
+  t.equal(b!.data.buffer, frame.buffer);
+  t.same(batchView([b!])[0]!.values, batchView(cutFetch(0, both(decodeRun(plain)!, 0).ref, { batchSize: 100, batchMaxBytes: 1 << 20 }))[0]!.values, 'its bytes intact');
+  b!.release!();
+  t.equal(sharedFrame(plain.length).buffer, frame.buffer, 'given back once the last run was cut and its batch released');
 });

@@ -5,6 +5,7 @@
 import type { KafkaMessage } from 'kafkajs';
 import { REFUSED_HEADER, REFUSED_RECORD_ATTRIBUTE } from '../../kafka/codecs.js';
 import { PackedKeys } from '../../core/batch.js';
+import { holdFrame } from '../../kafka/frame-pool.js';
 import type { BufferRecycler } from '../recycle.js';
 import type { SourceBatch } from '../types.js';
 import { FastRecord } from './fast-record.js';
@@ -172,19 +173,73 @@ function cutRun(lane: number, run: RecordRun, from: number, o: FetchCutOptions):
       bytes += n > cap ? cap : n > 0 ? n : 0;
     } while (hi < run.count && hi - lo < o.batchSize && bytes < o.batchMaxBytes);
     // As cutFetch: a batch ends where the next one starts (a compacted log's gap included).
-    out.push(packRun(lane, run, lo, hi, hi < run.count ? run.positions[hi]! : run.positions[hi - 1]! + 1, o));
+    const endPosition = hi < run.count ? run.positions[hi]! : run.positions[hi - 1]! + 1;
+    // In a response of the frame pool: a view of it, holding it (before the run lets go below).
+    const release = run.hold === null ? null : holdFrame(run.set);
+    out.push(release === null ? packRun(lane, run, lo, hi, endPosition, o) : viewRun(lane, run, lo, hi, endPosition, release, o));
     lo = hi;
   }
+  // Cut: the batches hold the response now, and a run is cut once (kafkajs hands its batch over once).
+  run.hold?.();
+  run.hold = null;
   return out;
+}
+
+/**
+ * Records lo..hi of a run as a view of the response they arrived in: each value where it lies
+ * (Batch.ends says where each one ends; the record framing, keys and headers between two values are
+ * no message's), cut to maxMessageBytes + 1 as packRun cuts it. The view holds the response until the
+ * engine releases the batch (`release`); the worker reads it in place.
+ */
+function viewRun(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, release: () => void, o: FetchCutOptions): SourceBatch {
+  const count = hi - lo;
+  const offsets = new Uint32Array(count + 1);
+  const ends = new Uint32Array(count);
+  const cap = o.maxMessageBytes === undefined ? Infinity : o.maxMessageBytes + 1;
+  const valueAt = run.valueAt;
+  const valueLen = run.valueLen;
+  let oversized: Map<number, { bytes: number }> | null = null;
+  // A null value's position is where it would start: every record's is at or after the end of the
+  // one before, so the messages are in order in the view.
+  const base = valueAt[lo]!;
+  for (let i = lo; i < hi; i++) {
+    const v = valueLen[i]!;
+    let n = v > 0 ? v : 0;
+    if (n >= cap) {
+      (oversized ??= new Map()).set(i - lo, { bytes: n });
+      n = cap;
+    }
+    const at = valueAt[i]! - base;
+    offsets[i - lo] = at;
+    ends[i - lo] = at + n;
+  }
+  offsets[count] = ends[count - 1]!;
+  let keyed = false;
+  const keyLen = run.keyLen;
+  for (let i = lo; i < hi && !keyed; i++) keyed = keyLen[i] !== -1;
+  const positions = run.positions.slice(lo, hi);
+  return {
+    lane,
+    data: run.set.subarray(base, base + offsets[count]!),
+    offsets,
+    ends,
+    positions,
+    ...(keyed ? { keys: new PackedKeys(run.set, run.keyAt.slice(lo, hi), keyLen.slice(lo, hi)) } : {}),
+    startPosition: positions[0]!,
+    endPosition,
+    firstTimestampMs: run.timestampMs(lo),
+    lastTimestampMs: run.timestampMs(hi - 1),
+    ...(oversized === null ? {} : { oversized }),
+    release,
+  };
 }
 
 /**
  * Records lo..hi of a run in one shared buffer: each stretch of values whose gaps are under
  * MAX_RUN_GAP is one copy, gaps included (ends says where each value ends); a value over
- * maxMessageBytes is cut as cutFetch cuts it, and ends its stretch. A copy, not a view of the fetch
- * response: a view would keep the whole response while any batch of it waits, and shared memory
- * held by a worker's reference is freed only by that worker's next collection (Kafka -> file's
- * peak RSS rose from 425-449 to 729-757 MiB with views); copies go back to the recycler once applied.
+ * maxMessageBytes is cut as cutFetch cuts it, and ends its stretch. For a set that is not in a
+ * response of the frame pool (viewRun): a response small enough to be copied out of the framer's
+ * scratch, one read over TLS. Copies go back to the recycler once applied.
  */
 function packRun(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, o: FetchCutOptions): SourceBatch {
   const count = hi - lo;

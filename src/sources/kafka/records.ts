@@ -19,6 +19,7 @@
 // install() leaves kafkajs alone and says so.
 import Module from 'node:module';
 import { kafkajsInternals, kafkajsRequire } from '../../kafka/internals.js';
+import { holdFrame } from '../../kafka/frame-pool.js';
 import { CREATE_TIME, FastRecord, LOG_APPEND_TIME, type KjsMessage } from './fast-record.js';
 import { RecordRun, runsWanted } from './runs.js';
 
@@ -279,7 +280,9 @@ export function decodeRun(buf: Buffer): RecordRun | null {
   }
   recordPaths.runs++;
   recordPaths.fastBatches += batches;
-  return new RecordRun(buf, total, positions, valueAt, valueLen, keyAt, keyLen, createTimes, batchOf, contexts);
+  const run = new RecordRun(buf, total, positions, valueAt, valueLen, keyAt, keyLen, createTimes, batchOf, contexts);
+  run.hold = holdFrame(buf);
+  return run;
 }
 
 /** kafkajs's v4/decodeMessages with the fast path for record batches. */

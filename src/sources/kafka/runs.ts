@@ -14,6 +14,12 @@ import { FastRecord, LOG_APPEND_TIME, type KjsMessage } from './fast-record.js';
  */
 export class RecordRun {
   readonly messages: KjsMessage[];
+  /**
+   * Where the set lies in a response of the frame pool (src/kafka/frame-pool.ts): the run's hold on
+   * it, dropped once the run was cut into batches (each then holds the response itself); null for a
+   * set anywhere else, whose values the batches copy.
+   */
+  hold: (() => void) | null = null;
 
   constructor(
     readonly set: Buffer,
