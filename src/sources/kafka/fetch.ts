@@ -214,13 +214,18 @@ function viewRun(lane: number, run: RecordRun, lo: number, hi: number, endPositi
     ends[i - lo] = at + n;
   }
   offsets[count] = ends[count - 1]!;
+  return { ...batchOfRun(lane, run, lo, hi, endPosition, run.set.subarray(base, base + offsets[count]!), offsets, ends, oversized), release };
+}
+
+/** Records lo..hi of a run as a batch whose values are `data` at offsets and ends. */
+function batchOfRun(lane: number, run: RecordRun, lo: number, hi: number, endPosition: number, data: Buffer, offsets: Uint32Array, ends: Uint32Array, oversized: Map<number, { bytes: number }> | null): SourceBatch {
   let keyed = false;
   const keyLen = run.keyLen;
   for (let i = lo; i < hi && !keyed; i++) keyed = keyLen[i] !== -1;
   const positions = run.positions.slice(lo, hi);
   return {
     lane,
-    data: run.set.subarray(base, base + offsets[count]!),
+    data,
     offsets,
     ends,
     positions,
@@ -230,7 +235,6 @@ function viewRun(lane: number, run: RecordRun, lo: number, hi: number, endPositi
     firstTimestampMs: run.timestampMs(lo),
     lastTimestampMs: run.timestampMs(hi - 1),
     ...(oversized === null ? {} : { oversized }),
-    release,
   };
 }
 
@@ -282,22 +286,6 @@ function packRun(lane: number, run: RecordRun, lo: number, hi: number, endPositi
   offsets[count] = size;
   const data = (o.recycler === undefined ? Buffer.from(new SharedArrayBuffer(size)) : o.recycler.allocate(size)).subarray(0, size);
   for (let c = 0, at = 0; c < copies.length; c += 2) at += run.set.copy(data, at, copies[c]!, copies[c + 1]!);
-  let keyed = false;
-  const keyLen = run.keyLen;
-  for (let i = lo; i < hi && !keyed; i++) keyed = keyLen[i] !== -1;
-  const positions = run.positions.slice(lo, hi);
-  const batch: SourceBatch = {
-    lane,
-    data,
-    offsets,
-    ends,
-    positions,
-    ...(keyed ? { keys: new PackedKeys(run.set, run.keyAt.slice(lo, hi), keyLen.slice(lo, hi)) } : {}),
-    startPosition: positions[0]!,
-    endPosition,
-    firstTimestampMs: run.timestampMs(lo),
-    lastTimestampMs: run.timestampMs(hi - 1),
-    ...(oversized === null ? {} : { oversized }),
-  };
+  const batch = batchOfRun(lane, run, lo, hi, endPosition, data, offsets, ends, oversized);
   return o.recycler === undefined ? batch : o.recycler.track(batch);
 }
