@@ -5,6 +5,9 @@
 // dead-lettered to the DLQ topic with its reason and its original bytes while the stream goes on; the
 // good records must still give exactly the independent computation's rows; dimension names like
 // __proto__ stay ordinary names; and every consumed record is in exactly one place.
+// First, as in the CLI: our produce path and the source's fetch decoder in kafkajs's module cache.
+import '../../src/kafka/preload.js';
+import '../../src/sources/kafka/preload.js';
 import t from 'tap';
 import { DLQ_HEADERS } from '../../src/sinks/dead-letter-kafka.js';
 import { rowKey } from '../fixtures/harness.js';
