@@ -80,6 +80,15 @@ export function holdFrame(view: Uint8Array): (() => void) | null {
   };
 }
 
+/**
+ * The response of the pool that `view` lies in, while it is handed out; else null. What holds a
+ * response holds all of it: a queue bounded by bytes counts the response once, not the view.
+ */
+export function frameOf(view: Uint8Array): SharedArrayBuffer | null {
+  const sab = view.buffer;
+  return sab instanceof SharedArrayBuffer && holds.has(sab) ? sab : null;
+}
+
 /** Free buffers of the pool now (for the tests). */
 export function freeFrames(): number {
   return free.length;

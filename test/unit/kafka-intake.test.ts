@@ -3,6 +3,7 @@
 import t from 'tap';
 import { sleep } from '../../src/async/index.js';
 import { Assignment, type Held } from '../../src/sources/kafka/assignment.js';
+import { holdFrame, sharedFrame } from '../../src/kafka/frame-pool.js';
 import { Intake } from '../../src/sources/kafka/intake.js';
 import type { SourceBatch } from '../../src/sources/types.js';
 
@@ -144,4 +145,27 @@ t.test('detached from a consumer, the intake never pauses; a bad budget is refus
   s.intake.stop();
   await s.pump;
   t.throws(() => new Intake({ maxBytes: 0, submit: async () => {}, isCurrent: () => true, onFatal: () => {}, paused: { set: () => {} } }), /maxBytes must be >= 1, got 0/);
+});
+
+t.test('views of a fetch response count the response once, whole, while any of them waits', async (t) => {
+  const s = setup(10_000);
+  // Two partitions' batches from one response of the frame pool: small views of a 4,096-byte response.
+  const frame = sharedFrame(4000);
+  const hold = holdFrame(frame)!;
+  t.teardown(hold);
+  const view = (h: Held, from: number): SourceBatch => ({ ...batchOf(h.id, 0), data: frame.subarray(from, from + 100), offsets: new Uint32Array([0, 100]) });
+  s.intake.push(s.a, [view(s.a, 0), view(s.a, 100)]);
+  s.intake.push(s.b, [view(s.b, 2000)]);
+  t.equal(s.intake.bytes, frame.buffer.byteLength, 'three views of one response: the response, once');
+  s.intake.push(s.b, [batchOf(s.b.id, 50)]);
+  t.equal(s.intake.bytes, frame.buffer.byteLength + 50, 'a batch of its own bytes counts them');
+  await sleep(1);
+  // The pump took the first view (submitting: no longer waiting), then the second.
+  await s.engine.release();
+  t.equal(s.intake.bytes, frame.buffer.byteLength + 50, 'counted while a view of it still waits');
+  await s.engine.release();
+  t.equal(s.intake.bytes, 50, 'the last view taken: the response no more');
+  s.intake.stop();
+  await s.engine.release();
+  await s.pump;
 });

@@ -2,8 +2,12 @@
 // the pool (eachBatch returns at once, and heartbeats only flow between batches). Bounded by bytes:
 // a partition that fetches while the intake holds `maxBytes` or more is paused; every paused partition
 // resumes once the pump has brought the intake down to half of it (hysteresis, so a full intake
-// does not pause and resume a partition on every batch).
+// does not pause and resume a partition on every batch). A batch that is a view of a fetch response
+// (src/kafka/frame-pool.ts) holds the whole response, other partitions' records included: the intake
+// counts each such response once, whole, while any batch of it waits, so that many small batches of
+// one slow partition cannot hold many times the bound.
 import { Signal } from '../../async/index.js';
+import { frameOf } from '../../kafka/frame-pool.js';
 import type { SourceBatch } from '../types.js';
 import { byTopic, type Held } from './assignment.js';
 
@@ -29,12 +33,16 @@ export interface IntakeOptions {
 interface Item {
   readonly held: Held;
   readonly batch: SourceBatch;
+  /** The fetch response the batch is a view of, as found when it was queued (null: its own bytes). */
+  readonly frame: SharedArrayBuffer | null;
 }
 
 export class Intake {
   readonly #o: IntakeOptions;
   #queue: Item[] = [];
   #bytes = 0;
+  /** Queued batches per fetch response they are views of (each response counted once in #bytes). */
+  readonly #frames = new Map<SharedArrayBuffer, number>();
   /** Batches queued per partition: "is anything of it in hand" for the lag, without a scan. */
   readonly #queued = new Map<Held, number>();
   readonly #paused = new Set<Held>();
@@ -73,8 +81,9 @@ export class Intake {
   push(h: Held, batches: readonly SourceBatch[]): void {
     if (this.#stopped || batches.length === 0) return;
     for (const batch of batches) {
-      this.#queue.push({ held: h, batch });
-      this.#bytes += batch.data.length;
+      const item = { held: h, batch, frame: frameOf(batch.data) };
+      this.#queue.push(item);
+      this.#bytes += this.#count(item, 1);
     }
     this.#queued.set(h, (this.#queued.get(h) ?? 0) + batches.length);
     this.#work.raise();
@@ -121,7 +130,7 @@ export class Intake {
         await this.#work.wait();
         continue;
       }
-      this.#bytes -= item.batch.data.length;
+      this.#bytes += this.#count(item, -1);
       const left = (this.#queued.get(item.held) ?? 1) - 1;
       if (left > 0) this.#queued.set(item.held, left);
       else this.#queued.delete(item.held);
@@ -139,9 +148,19 @@ export class Intake {
     }
   }
 
+  /** The bytes a batch adds to the intake (dir 1) or takes away (dir -1): its own, or its response's when the first (last) of it comes (goes). */
+  #count({ batch, frame }: Item, dir: 1 | -1): number {
+    if (frame === null) return dir * batch.data.length;
+    const n = (this.#frames.get(frame) ?? 0) + dir;
+    if (n > 0) this.#frames.set(frame, n);
+    else this.#frames.delete(frame);
+    return (dir === 1 && n === 1) || (dir === -1 && n === 0) ? dir * frame.byteLength : 0;
+  }
+
   #dropQueue(): void {
     this.#queue = [];
     this.#bytes = 0;
+    this.#frames.clear();
     this.#queued.clear();
     this.#settle();
   }
