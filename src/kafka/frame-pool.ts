@@ -16,7 +16,7 @@
 // reach 0 only once every run was cut and every batch released. A response nothing ever holds (not a
 // fetch, a compressed record set decoded elsewhere), or one whose runs are never cut (a partition
 // revoked or paused with data fetched), is left to the collector, as every response was before.
-import { sizeClass } from '../core/size-class.js';
+import { SharedFreeList } from '../core/shared-free-list.js';
 
 export const FRAME_POOL_DEFAULTS = {
   /** Responses kept for reuse at most; more given back are left to the garbage collector. */
@@ -27,34 +27,24 @@ interface Hold {
   n: number;
 }
 
-const free: SharedArrayBuffer[] = [];
+const free = new SharedFreeList(FRAME_POOL_DEFAULTS.maxFree);
 /** The pool's buffers handed out and not given back, with what holds each. */
 const holds = new WeakMap<SharedArrayBuffer, Hold>();
 
 /** For the tests and the bench: buffers made, reused, and given back. */
-export const framePoolCounts = { allocated: 0, reused: 0, returned: 0 };
+export const framePoolCounts = {
+  get allocated(): number {
+    return free.allocated;
+  },
+  get reused(): number {
+    return free.reused;
+  },
+  returned: 0,
+};
 
-/**
- * A buffer of `bytes` in shared memory for a response: a free one of the pool that fits (not over
- * twice the size class), else a new one of the size class.
- */
+/** A buffer of `bytes` in shared memory for a response (SharedFreeList.take). */
 export function sharedFrame(bytes: number): Buffer {
-  const size = sizeClass(bytes);
-  let best = -1;
-  for (let i = 0; i < free.length; i++) {
-    const len = free[i]!.byteLength;
-    if (len >= bytes && len <= 2 * size && (best < 0 || len < free[best]!.byteLength)) best = i;
-  }
-  let sab: SharedArrayBuffer;
-  if (best >= 0) {
-    sab = free[best]!;
-    free[best] = free[free.length - 1]!;
-    free.pop();
-    framePoolCounts.reused++;
-  } else {
-    sab = new SharedArrayBuffer(size);
-    framePoolCounts.allocated++;
-  }
+  const sab = free.take(bytes);
   holds.set(sab, { n: 0 });
   return Buffer.from(sab, 0, bytes);
 }
@@ -76,7 +66,7 @@ export function holdFrame(view: Uint8Array): (() => void) | null {
     if (--h.n > 0) return;
     holds.delete(sab);
     framePoolCounts.returned++;
-    if (free.length < FRAME_POOL_DEFAULTS.maxFree) free.push(sab);
+    free.give(sab);
   };
 }
 
@@ -91,5 +81,5 @@ export function frameOf(view: Uint8Array): SharedArrayBuffer | null {
 
 /** Free buffers of the pool now (for the tests). */
 export function freeFrames(): number {
-  return free.length;
+  return free.size;
 }

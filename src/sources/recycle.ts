@@ -4,10 +4,8 @@
 // 0.01 us into a buffer already written once (measured by hand: docs/history/measurements-2026-11.md,
 // "Seed 001 at 15 M"). Batches in flight are bounded (POOL_QUEUE and the engine's pending gate), so a few buffers
 // go round and round.
-import { sizeClass } from '../core/size-class.js';
+import { SharedFreeList } from '../core/shared-free-list.js';
 import type { SourceBatch } from './types.js';
-
-export { sizeClass };
 
 export const RECYCLE_DEFAULTS = {
   /** Buffers kept for reuse at most; more given back are left to the garbage collector. */
@@ -15,36 +13,25 @@ export const RECYCLE_DEFAULTS = {
 } as const;
 
 export class BufferRecycler {
-  readonly #free: SharedArrayBuffer[] = [];
+  readonly #free: SharedFreeList;
   /** Buffers of a batch not yet given back: a second release of the same batch must not count. */
   readonly #out = new WeakSet<SharedArrayBuffer>();
-  reused = 0;
-  allocated = 0;
 
-  constructor(private readonly maxFree: number = RECYCLE_DEFAULTS.maxFree) {}
+  constructor(maxFree: number = RECYCLE_DEFAULTS.maxFree) {
+    this.#free = new SharedFreeList(maxFree);
+  }
 
-  /**
-   * A shared buffer of at least `bytes`: the smallest free one that fits (not over twice the size),
-   * else a new one of the size rounded up to a size class (sizeClass), so that the builder's
-   * slowly creeping requests (the last batch's size plus an eighth) still fit the buffers given back.
-   */
+  get reused(): number {
+    return this.#free.reused;
+  }
+
+  get allocated(): number {
+    return this.#free.allocated;
+  }
+
+  /** A shared buffer of at least `bytes` (SharedFreeList.take), whole. */
   readonly allocate = (bytes: number): Buffer => {
-    const size = sizeClass(bytes);
-    let best = -1;
-    for (let i = 0; i < this.#free.length; i++) {
-      const len = this.#free[i]!.byteLength;
-      if (len >= bytes && len <= 2 * size && (best < 0 || len < this.#free[best]!.byteLength)) best = i;
-    }
-    let sab: SharedArrayBuffer;
-    if (best >= 0) {
-      sab = this.#free[best]!;
-      this.#free[best] = this.#free[this.#free.length - 1]!;
-      this.#free.pop();
-      this.reused++;
-    } else {
-      sab = new SharedArrayBuffer(size);
-      this.allocated++;
-    }
+    const sab = this.#free.take(bytes);
     this.#out.add(sab);
     return Buffer.from(sab);
   };
@@ -73,7 +60,7 @@ export class BufferRecycler {
           if (released) return;
           released = true;
           if (--left > 0) return;
-          if (ours && this.#out.delete(sab) && this.#free.length < this.maxFree) this.#free.push(sab);
+          if (ours && this.#out.delete(sab)) this.#free.give(sab);
           onRelease?.();
         },
       };
@@ -81,6 +68,6 @@ export class BufferRecycler {
   }
 
   get free(): number {
-    return this.#free.length;
+    return this.#free.size;
   }
 }

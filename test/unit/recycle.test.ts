@@ -10,7 +10,8 @@ import { Engine } from '../../src/engine/index.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { DecodePool } from '../../src/pool/index.js';
 import { WRITTEN_ALL, type DeadLetter, type Sink } from '../../src/sinks/types.js';
-import { BufferRecycler, sizeClass } from '../../src/sources/recycle.js';
+import { sizeClass } from '../../src/core/shared-free-list.js';
+import { BufferRecycler } from '../../src/sources/recycle.js';
 import { GeneratorSource } from '../../src/sources/generator.js';
 import { monascaRecord, settings } from '../fixtures/gen.js';
 
