@@ -9,7 +9,7 @@ import type { ProducerSet } from '../../kafka/producer.js';
 import type { CommitPoint } from '../../commit/types.js';
 import { transactionalId } from './transactions.js';
 
-/** Without a stable read (a broker before Kafka 2.5): committed positions must read the same for this long before they are used. */
+/** Committed positions must read the same for this long before they are used. */
 const STABLE_POSITIONS_MS = 1000;
 /** Pause between two reads of the committed positions, and the most reads made. */
 const POSITIONS_READ_INTERVAL_MS = 250;
@@ -75,9 +75,9 @@ export async function readPositions(
 }
 
 /**
- * A broker that cannot be asked for stable offsets (before Kafka 2.5): read until the answer has not
- * changed for STABLE_POSITIONS_MS (several reads), at most POSITIONS_MAX_READS more reads. A
- * mitigation, not a proof, kept for such brokers only.
+ * Read until the answer has not changed for STABLE_POSITIONS_MS (several reads), at most
+ * POSITIONS_MAX_READS more reads: the only guard on a broker that cannot be asked for stable offsets
+ * (before Kafka 2.5), and kept after a stable read too (see readPositions).
  */
 async function steadyPositions(read: () => Promise<Positions>, first: Positions): Promise<Positions> {
   let last = first;
